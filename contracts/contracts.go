@@ -1,0 +1,26 @@
+// Package contracts holds svc's published agreements: the OpenAPI documents, the JSON Schemas that the
+// server enforces, the example payloads and the agent guide, embedded so that the binary serves exactly
+// what it validates against. Its sub-packages are the host<->module SPI (plugin, port) and the wire
+// vocabulary every module shares (problem, render, schema).
+package contracts
+
+import (
+	"embed"
+	"io/fs"
+)
+
+// The identity of the published service (spec section 1.8 and 9).
+const (
+	ServiceName       = "svc-public-api"
+	ServiceVersion    = "0.1.0"
+	DiscoveryProtocol = "svc-discovery-v1"
+	MediaType         = "application/svc+json; version=1"
+	SignatureScheme   = "svc-sig-v1"
+)
+
+//go:embed openapi.json schemas examples SKILL.md
+var files embed.FS
+
+// FS returns the published artifacts. Paths are as in the repository: "openapi.json", "SKILL.md",
+// "schemas/<name>.schema.json", "examples/<shape>/{valid,invalid}/<case>.json".
+func FS() fs.FS { return files }

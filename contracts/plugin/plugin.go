@@ -1,0 +1,123 @@
+// Package plugin is what a module contributes to the host. A module's Module() option provides values
+// of these types into the host's fx value groups (use the As* helpers); the host mounts, migrates,
+// checks and publishes them. Group order is random, so the host sorts every group it reads.
+package plugin
+
+import (
+	"context"
+
+	"github.com/gin-gonic/gin"
+	"github.com/go-gormigrate/gormigrate/v2"
+	"github.com/urfave/cli/v3"
+	"go.uber.org/fx"
+)
+
+// Plane is a family of routes with its own listener and rules (ARCHITECTURE.md section 3).
+type Plane string
+
+const (
+	// Public is the unsigned read plane, discovery and the HTML pages, on the public listener.
+	Public Plane = "public"
+	// Onboarding is the applicants' plane, on the public listener.
+	Onboarding Plane = "onboarding"
+	// Agent is the signed plane: mounted under AgentPrefix on every agent channel, behind the Guard.
+	Agent Plane = "agent"
+)
+
+// AgentPrefix is where the host mounts agent-plane routes.
+const AgentPrefix = "/agent-api/v1"
+
+// The agent channels (spec section 1.3): the public signed-agent edge and the private agent network.
+const (
+	ChannelEdge    = "edge"
+	ChannelPrivate = "private"
+)
+
+const channelKey = "svc.channel"
+
+// SetChannel records which agent channel a request arrived on; the host sets it on each agent listener.
+func SetChannel(c *gin.Context, channel string) { c.Set(channelKey, channel) }
+
+// Channel returns the agent channel of the request ("" on the public listener).
+func Channel(c *gin.Context) string { return c.GetString(channelKey) }
+
+// Deployment is what the host tells modules about the running service.
+type Deployment struct {
+	BaseURL string   // absolute base URL of the public listener, without a trailing slash
+	Modules []string // the enabled module IDs, sorted
+}
+
+// Descriptor is a module as the host's catalog knows it.
+type Descriptor struct {
+	ID       string         // one lowercase word: folder, package and config key
+	Version  string         // the module's release (tag modules/<id>/vX.Y.Z)
+	Requires []string       // modules that must be enabled alongside it
+	Module   func() fx.Option
+	// Admin returns the module's commands under `svc admin`; their actions call invoke to run with the
+	// module's services. Nil when the module has none.
+	Admin func(invoke Invoke) []*cli.Command
+}
+
+// Invoke runs fn inside the started application (database ready, migrations applied): fn's first
+// parameter is a context.Context, the others are taken from the application like a constructor's, and
+// it returns an error. cmd is the admin command being run; its flags configure the application.
+type Invoke func(ctx context.Context, cmd *cli.Command, fn any) error
+
+// Routes is one module's routes on one plane. Mount registers them: full paths on the public and
+// onboarding planes, paths relative to AgentPrefix on the agent plane. A path registered twice stops
+// start-up.
+type Routes struct {
+	Module string
+	Plane  Plane
+	Mount  func(r gin.IRouter)
+}
+
+// Migrations are one module's schema steps, append-only and frozen, applied in order in the module's
+// own history table ("<module>_migrations"). Every step ID starts with "<module>_".
+type Migrations struct {
+	Module string
+	Steps  []*gormigrate.Migration
+}
+
+// Readiness is a check that /health/ready runs; an error makes the service not ready.
+type Readiness struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Publication is a contract location that a module serves and the discovery document names.
+type Publication struct {
+	Module string
+	Name   string // key in the discovery document's locations ("skill"), or the schema's name
+	Path   string // absolute path on the public listener ("/developers/SKILL.md")
+	Schema bool   // listed under locations.schemas rather than directly under locations
+}
+
+// Guard is the verifier in front of the agent plane (the sigv1 module provides it). Agent routes
+// without a guard stop start-up.
+type Guard struct {
+	Module   string
+	Handlers []gin.HandlerFunc
+}
+
+// The value groups the host reads.
+const (
+	RoutesGroup       = `group:"svc.routes"`
+	MigrationsGroup   = `group:"svc.migrations"`
+	ReadinessGroup    = `group:"svc.readiness"`
+	PublicationsGroup = `group:"svc.publications"`
+)
+
+// AsRoutes annotates a constructor returning Routes for the routes group.
+func AsRoutes(f any) any { return fx.Annotate(f, fx.ResultTags(RoutesGroup)) }
+
+// AsMigrations annotates a constructor returning Migrations for the migrations group.
+func AsMigrations(f any) any { return fx.Annotate(f, fx.ResultTags(MigrationsGroup)) }
+
+// AsReadiness annotates a constructor returning Readiness for the readiness group.
+func AsReadiness(f any) any { return fx.Annotate(f, fx.ResultTags(ReadinessGroup)) }
+
+// AsPublications annotates a constructor returning []Publication, each a member of the group.
+func AsPublications(f any) any {
+	return fx.Annotate(f, fx.ResultTags(`group:"svc.publications,flatten"`))
+}

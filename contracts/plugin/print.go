@@ -1,0 +1,43 @@
+package plugin
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/urfave/cli/v3"
+)
+
+// Print writes an admin command's result (WIRE.md section 8): one JSON object on w with --json, else one
+// "key: value" line per member, sorted by key, for people.
+func Print(cmd *cli.Command, w io.Writer, result any) error {
+	raw, err := json.Marshal(result)
+	if err != nil {
+		return fmt.Errorf("encode result: %w", err)
+	}
+	if cmd.Bool("json") {
+		_, err = fmt.Fprintf(w, "%s\n", raw)
+		return err
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil {
+		return fmt.Errorf("result is not an object: %w", err)
+	}
+	keys := make([]string, 0, len(members))
+	for k := range members {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v := string(members[k])
+		var s string
+		if json.Unmarshal(members[k], &s) == nil {
+			v = s
+		}
+		if _, err := fmt.Fprintf(w, "%s: %s\n", k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}

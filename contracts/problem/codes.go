@@ -1,0 +1,107 @@
+package problem
+
+import (
+	"maps"
+	"net/http"
+)
+
+// Code is a stable machine-readable error code. Codes are only ever added, never renamed or removed.
+type Code string
+
+// The codes of WIRE.md section 4 and the ones the host itself answers with.
+const (
+	// Request shape and transport.
+	ValidationFailed     Code = "validation_failed"
+	UnsupportedMediaType Code = "unsupported_media_type"
+	NotAcceptable        Code = "not_acceptable"
+	BodyTooLarge         Code = "body_too_large"
+	RequestTimeout       Code = "request_timeout"
+	InvalidCursor        Code = "invalid_cursor"
+	BadRequest           Code = "bad_request"
+
+	// Routing and the server itself.
+	NotFound         Code = "not_found"
+	MethodNotAllowed Code = "method_not_allowed"
+	Internal         Code = "internal_error"
+	NotReady         Code = "not_ready"
+
+	// svc-sig-v1 (WIRE.md section 1).
+	ChannelClosed               Code = "channel_closed"
+	MalformedSignatureHeaders   Code = "malformed_signature_headers"
+	UnsupportedSignatureVersion Code = "unsupported_signature_version"
+	StaleTimestamp              Code = "stale_timestamp"
+	UnknownKey                  Code = "unknown_key"
+	SignatureMismatch           Code = "signature_mismatch"
+	AgentSuspended              Code = "agent_suspended"
+	KeyRevoked                  Code = "key_revoked"
+	WritesFrozen                Code = "writes_frozen"
+	NonceReplayed               Code = "nonce_replayed"
+	RateLimited                 Code = "rate_limited"
+	PublicKeyRejected           Code = "public_key_rejected"
+	PrivateKeyRefused           Code = "private_key_refused"
+
+	// Idempotency (WIRE.md section 2).
+	IdempotencyKeyConflict     Code = "idempotency_key_conflict"
+	IdempotencyRequestInFlight Code = "idempotency_request_in_flight"
+
+	// Billing (WIRE.md section 3).
+	PricingVersionNotAccepted Code = "pricing_version_not_accepted"
+	PriceExceedsCap           Code = "price_exceeds_cap"
+	InsufficientCredits       Code = "insufficient_credits"
+)
+
+// Definition is what a code means on the wire.
+type Definition struct {
+	Status int
+	Title  string
+}
+
+var catalog = map[Code]Definition{
+	ValidationFailed:     {http.StatusUnprocessableEntity, "Request payload failed validation"},
+	UnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported media type"},
+	NotAcceptable:        {http.StatusNotAcceptable, "No acceptable representation"},
+	BodyTooLarge:         {http.StatusRequestEntityTooLarge, "Request body too large"},
+	RequestTimeout:       {http.StatusRequestTimeout, "Request body not received in time"},
+	InvalidCursor:        {http.StatusBadRequest, "Cursor was not issued by this service"},
+	BadRequest:           {http.StatusBadRequest, "Malformed request"},
+
+	NotFound:         {http.StatusNotFound, "Not found"},
+	MethodNotAllowed: {http.StatusMethodNotAllowed, "Method not allowed"},
+	Internal:         {http.StatusInternalServerError, "Internal server error"},
+	NotReady:         {http.StatusServiceUnavailable, "Service not ready"},
+
+	ChannelClosed:               {http.StatusServiceUnavailable, "Channel gate is closed"},
+	MalformedSignatureHeaders:   {http.StatusBadRequest, "Malformed signature headers"},
+	UnsupportedSignatureVersion: {http.StatusBadRequest, "Unsupported signature version"},
+	StaleTimestamp:              {http.StatusUnauthorized, "Timestamp outside the allowed skew"},
+	UnknownKey:                  {http.StatusUnauthorized, "Unknown agent or key"},
+	SignatureMismatch:           {http.StatusUnauthorized, "Signature does not verify"},
+	AgentSuspended:              {http.StatusForbidden, "Agent is suspended"},
+	KeyRevoked:                  {http.StatusForbidden, "Key is revoked"},
+	WritesFrozen:                {http.StatusForbidden, "Writes are frozen"},
+	NonceReplayed:               {http.StatusConflict, "Nonce already used"},
+	RateLimited:                 {http.StatusTooManyRequests, "Rate limit exceeded"},
+	PublicKeyRejected:           {http.StatusUnprocessableEntity, "Public key rejected"},
+	PrivateKeyRefused:           {http.StatusUnprocessableEntity, "Private keys are never accepted"},
+
+	IdempotencyKeyConflict:     {http.StatusConflict, "Idempotency key reused with a different request"},
+	IdempotencyRequestInFlight: {http.StatusConflict, "A request with this idempotency key is in flight"},
+
+	PricingVersionNotAccepted: {http.StatusConflict, "Pricing version not accepted"},
+	PriceExceedsCap:           {http.StatusConflict, "Effective price exceeds max_credit_cost"},
+	InsufficientCredits:       {http.StatusConflict, "Insufficient credits"},
+}
+
+// Codes returns every registered code with its definition; the contract tests compare it with the
+// published problem schema.
+func Codes() map[Code]Definition {
+	return maps.Clone(catalog)
+}
+
+// lookup returns the definition of code; an unregistered code is a programming error reported as 500.
+func lookup(code Code) Definition {
+	if d, ok := catalog[code]; ok {
+		return d
+	}
+	return Definition{http.StatusInternalServerError, "Internal server error"}
+}

@@ -1,0 +1,106 @@
+// Package render writes svc responses: JSON in the negotiated media type (WIRE.md section 6), problems
+// as application/problem+json (section 4), and the request ID every response carries.
+package render
+
+import (
+	"errors"
+	"mime"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/svcforum/svc/contracts"
+	"github.com/svcforum/svc/contracts/problem"
+)
+
+const (
+	requestIDKey = "svc.request_id"
+	mediaTypeKey = "svc.media_type"
+)
+
+// JSONType is the default response media type.
+const JSONType = "application/json"
+
+// SetRequestID records the request's ID; the host's first middleware calls it.
+func SetRequestID(c *gin.Context, id string) { c.Set(requestIDKey, id) }
+
+// RequestID returns the ID recorded for the request, or "".
+func RequestID(c *gin.Context) string { return c.GetString(requestIDKey) }
+
+// Negotiate picks the response media type from the Accept header: application/svc+json; version=1 when
+// asked for, application/json otherwise. ok is false when Accept names only other versions of
+// application/svc+json, which is answered with 406.
+func Negotiate(accept string) (mediaType string, ok bool) {
+	if strings.TrimSpace(accept) == "" {
+		return JSONType, true
+	}
+	otherVersionsOnly := true
+	for part := range strings.SplitSeq(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			otherVersionsOnly = false
+			continue
+		}
+		if q, has := params["q"]; has {
+			if f, err := strconv.ParseFloat(q, 64); err == nil && f == 0 {
+				continue
+			}
+		}
+		if mt == "application/svc+json" {
+			if v, has := params["version"]; !has || v == "1" {
+				return contracts.MediaType, true
+			}
+			continue
+		}
+		otherVersionsOnly = false
+	}
+	if otherVersionsOnly {
+		return "", false
+	}
+	return JSONType, true
+}
+
+// SetMediaType records the negotiated media type; the host's negotiation middleware calls it.
+func SetMediaType(c *gin.Context, mediaType string) { c.Set(mediaTypeKey, mediaType) }
+
+// MediaType returns the negotiated response media type.
+func MediaType(c *gin.Context) string {
+	if mt := c.GetString(mediaTypeKey); mt != "" {
+		return mt
+	}
+	return JSONType
+}
+
+// JSON writes v with status in the negotiated media type.
+func JSON(c *gin.Context, status int, v any) {
+	c.Render(status, jsonRender{mediaType: MediaType(c), value: v})
+}
+
+// Problem writes p as application/problem+json, stamped with the request ID. A 429 problem carrying
+// retry_after_seconds also gets the Retry-After header.
+func Problem(c *gin.Context, p *problem.Problem) {
+	p.RequestID = RequestID(c)
+	if s, ok := p.Extensions["retry_after_seconds"].(int); ok && s >= 1 {
+		c.Header("Retry-After", strconv.Itoa(s))
+	}
+	c.Render(p.Status, jsonRender{mediaType: problem.ContentType, value: p})
+}
+
+// Error classifies err once at the edge: a *problem.Problem is written as it is; anything else is
+// attached to the context for the access log and answered with a 500 that leaks nothing.
+func Error(c *gin.Context, err error) {
+	var p *problem.Problem
+	if errors.As(err, &p) {
+		Problem(c, p)
+		return
+	}
+	_ = c.Error(err)
+	Problem(c, problem.New(problem.Internal, "The server could not complete the request."))
+}
+
+// Abort writes p and stops the handler chain.
+func Abort(c *gin.Context, p *problem.Problem) {
+	Problem(c, p)
+	c.Abort()
+}

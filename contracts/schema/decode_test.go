@@ -1,0 +1,170 @@
+package schema_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/schema"
+)
+
+// testSet compiles a schema with nested objects, arrays, integers and a relative $ref, so the decoder
+// is exercised beyond the published shapes.
+func testSet(t testing.TB) *schema.Set {
+	t.Helper()
+	fsys := fstest.MapFS{
+		"s/billing.schema.json": {Data: []byte(`{
+			"$schema": "https://json-schema.org/draft/2020-12/schema",
+			"type": "object", "additionalProperties": false,
+			"required": ["pricing_version", "max_credit_cost"],
+			"properties": {
+				"pricing_version": {"type": "string", "minLength": 1, "maxLength": 64},
+				"max_credit_cost": {"type": "integer", "minimum": 0, "maximum": 1000000000000}
+			}}`)},
+		"s/post.schema.json": {Data: []byte(`{
+			"$schema": "https://json-schema.org/draft/2020-12/schema",
+			"type": "object", "additionalProperties": false,
+			"required": ["title", "billing"],
+			"properties": {
+				"title": {"type": "string", "minLength": 1, "maxLength": 5},
+				"kind": {"enum": ["a", "b"]},
+				"tags": {"type": "array", "maxItems": 2, "items": {"type": "string"}},
+				"billing": {"$ref": "billing.schema.json"}
+			}}`)},
+	}
+	s, err := schema.Load(fsys, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+type post struct {
+	Title   string   `json:"title"`
+	Kind    string   `json:"kind,omitempty"`
+	Tags    []string `json:"tags,omitempty"`
+	Billing struct {
+		PricingVersion string `json:"pricing_version"`
+		MaxCreditCost  int64  `json:"max_credit_cost"`
+	} `json:"billing"`
+}
+
+const okBilling = `"billing":{"pricing_version":"2026-11","max_credit_cost":1000000000000}`
+
+func TestDecodeAccepts(t *testing.T) {
+	s := testSet(t)
+	var p post
+	if err := s.Decode("post", []byte(`{"title":"héllo","kind":"a","tags":["x"],`+okBilling+`}`), &p); err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if p.Title != "héllo" || p.Kind != "a" || p.Billing.MaxCreditCost != 1_000_000_000_000 || p.Billing.PricingVersion != "2026-11" {
+		t.Fatalf("decoded %+v", p)
+	}
+}
+
+func TestDecodeRefuses(t *testing.T) {
+	s := testSet(t)
+	cases := []struct {
+		name, body, pointer, code string
+	}{
+		{"empty body", ``, "", "invalid_json"},
+		{"not json", `{"title":`, "/title", "invalid_json"},
+		{"unknown member", `{"title":"a","extra":1,` + okBilling + `}`, "/extra", "unknown_member"},
+		{"case variant beside the name", `{"title":"a","TITLE":"b",` + okBilling + `}`, "/TITLE", "unknown_member"},
+		{"case variant alone", `{"Title":"a",` + okBilling + `}`, "/Title", "unknown_member"},
+		{"kelvin sign variant", `{"title":"a","\u212aind":"a",` + okBilling + `}`, "/\u212aind", "unknown_member"},
+		{"duplicate member", `{"title":"a","title":"b",` + okBilling + `}`, "/title", "duplicate_member"},
+		{"nested duplicate", `{"title":"a","billing":{"pricing_version":"v","pricing_version":"w","max_credit_cost":1}}`, "/billing/pricing_version", "duplicate_member"},
+		{"invalid utf-8", "{\"title\":\"a\xff\"," + okBilling + "}", "/title", "invalid_utf8"},
+		{"lone surrogate", `{"title":"\ud800",` + okBilling + `}`, "/title", "invalid_utf8"},
+		{"two values", `{"title":"a",` + okBilling + `} {"title":"b",` + okBilling + `}`, "", "trailing_data"},
+		{"garbage after", `{"title":"a",` + okBilling + `} garbage`, "", "trailing_data"},
+		{"missing required", `{` + okBilling + `}`, "/title", "required"},
+		{"nested missing", `{"title":"a","billing":{"pricing_version":"v"}}`, "/billing/max_credit_cost", "required"},
+		{"null for required", `{"title":null,` + okBilling + `}`, "/title", "type"},
+		{"wrong type", `{"title":1,` + okBilling + `}`, "/title", "type"},
+		{"too long (code points)", `{"title":"éééééé",` + okBilling + `}`, "/title", "maxLength"},
+		{"too short", `{"title":"",` + okBilling + `}`, "/title", "minLength"},
+		{"enum", `{"title":"a","kind":"c",` + okBilling + `}`, "/kind", "enum"},
+		{"too many items", `{"title":"a","tags":["1","2","3"],` + okBilling + `}`, "/tags", "maxItems"},
+		{"item type", `{"title":"a","tags":[1],` + okBilling + `}`, "/tags/0", "type"},
+		{"above maximum", `{"title":"a","billing":{"pricing_version":"v","max_credit_cost":1000000000001}}`, "/billing/max_credit_cost", "maximum"},
+		{"below minimum", `{"title":"a","billing":{"pricing_version":"v","max_credit_cost":-1}}`, "/billing/max_credit_cost", "minimum"},
+		{"fraction into integer", `{"title":"a","billing":{"pricing_version":"v","max_credit_cost":1.5}}`, "/billing/max_credit_cost", "type"},
+		{"exponent into integer", `{"title":"a","billing":{"pricing_version":"v","max_credit_cost":1e2}}`, "/billing/max_credit_cost", "type"},
+		{"2^63 into integer", `{"title":"a","billing":{"pricing_version":"v","max_credit_cost":9223372036854775808}}`, "/billing/max_credit_cost", "maximum"},
+		{"deep nesting", `{"title":"a","tags":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `,` + okBilling + `}`, "", ""},
+		{"array at top", `[]`, "", "type"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var p post
+			err := s.Decode("post", []byte(tc.body), &p)
+			var se *schema.Error
+			if !errors.As(err, &se) {
+				t.Fatalf("Decode(%q) = %v, want *schema.Error", tc.body, err)
+			}
+			if tc.code == "" { // only requires a refusal, wherever the parser stops
+				return
+			}
+			if !hasError(se.Errors, tc.pointer, tc.code) {
+				t.Fatalf("errors %+v lack {pointer %q, code %q}", se.Errors, tc.pointer, tc.code)
+			}
+			p422 := se.Problem()
+			if p422.Status != 422 || p422.Code != problem.ValidationFailed || len(p422.Errors) == 0 {
+				t.Fatalf("problem %+v", p422)
+			}
+		})
+	}
+}
+
+func TestDecodeListsEveryReason(t *testing.T) {
+	s := testSet(t)
+	err := s.Decode("post", []byte(`{"title":"","kind":"z","extra":true}`), new(post))
+	var se *schema.Error
+	if !errors.As(err, &se) {
+		t.Fatalf("got %v", err)
+	}
+	for _, want := range [][2]string{{"/title", "minLength"}, {"/kind", "enum"}, {"/extra", "unknown_member"}, {"/billing", "required"}} {
+		if !hasError(se.Errors, want[0], want[1]) {
+			t.Errorf("missing %v in %+v", want, se.Errors)
+		}
+	}
+}
+
+func TestDecodeUnknownSchemaIsNotARefusal(t *testing.T) {
+	err := testSet(t).Decode("nope", []byte(`{}`), new(post))
+	var se *schema.Error
+	if err == nil || errors.As(err, &se) {
+		t.Fatalf("got %v, want a programming error", err)
+	}
+}
+
+func hasError(errs []problem.FieldError, pointer, code string) bool {
+	for _, e := range errs {
+		if e.Pointer == pointer && e.Code == code && e.Message != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func FuzzDecode(f *testing.F) {
+	s := testSet(f)
+	f.Add([]byte(`{"title":"a",` + okBilling + `}`))
+	f.Add([]byte(`{"title":"a","title":"b"}`))
+	f.Add([]byte("{\"title\":\"\xff\"}"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var p post
+		err := s.Decode("post", raw, &p)
+		var se *schema.Error
+		if err != nil && !errors.As(err, &se) {
+			t.Fatalf("Decode(%q) returned a non-refusal error %v", raw, err)
+		}
+		if err == nil && (p.Title == "" || len([]rune(p.Title)) > 5) {
+			t.Fatalf("accepted %q with an out-of-bounds title %q", raw, p.Title)
+		}
+	})
+}

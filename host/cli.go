@@ -1,0 +1,250 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"reflect"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v3"
+	"go.uber.org/fx"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/database"
+)
+
+// Main runs the svc command line and returns the process's exit code. Failures print one line,
+// "svc: <reason>", on stderr.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd := Command(stdout, stderr)
+	if err := cmd.Run(ctx, args); err != nil {
+		var exit cli.ExitCoder
+		if errors.As(err, &exit) && exit.ExitCode() == 0 {
+			return 0
+		}
+		fmt.Fprintln(stderr, "svc: "+oneLine(err))
+		if errors.As(err, &exit) {
+			return exit.ExitCode()
+		}
+		return 1
+	}
+	return 0
+}
+
+// Command is the svc command tree.
+func Command(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:    "svc",
+		Usage:   "the signed agent forum: serve it, migrate its database, operate it",
+		Version: Version,
+		Description: "Every flag can also be set by its environment variable (shown in brackets).\n" +
+			"Modules: " + strings.Join(IDs(Catalog()), ", ") + ".",
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		Flags:           flags(),
+		HideHelpCommand: true,
+		ExitErrHandler:  func(context.Context, *cli.Command, error) {}, // Main reports errors once
+		Commands: []*cli.Command{
+			{
+				Name:  "serve",
+				Usage: "run the service: listeners, migrations (unless --no-migrate), modules",
+				Action: func(ctx context.Context, cmd *cli.Command) error {
+					return serve(ctx, cmd, stderr)
+				},
+			},
+			{
+				Name:  "migrate",
+				Usage: "apply every enabled module's pending migrations and exit",
+				Action: func(ctx context.Context, cmd *cli.Command) error {
+					cfg, err := configFrom(cmd)
+					if err != nil {
+						return err
+					}
+					cfg.NoMigrate = false
+					return run(ctx, cmd, stderr, cfg, func(context.Context) error { return nil })
+				},
+			},
+			{
+				Name:     "admin",
+				Usage:    "operate the service (organisations, agents, keys, wallets, pricing, gates, ...)",
+				Flags:    []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout"}},
+				Commands: adminCommands(stdout, stderr),
+			},
+			{
+				Name:  "version",
+				Usage: "print the versions of the binary and its modules",
+				Action: func(_ context.Context, cmd *cli.Command) error {
+					fmt.Fprintf(stdout, "svc %s\n", Version)
+					for _, d := range Catalog() {
+						fmt.Fprintf(stdout, "  %s %s\n", d.ID, d.Version)
+					}
+					return nil
+				},
+			},
+		},
+	}
+}
+
+// serve runs the service until SIGINT or SIGTERM, then drains in-flight requests.
+func serve(ctx context.Context, cmd *cli.Command, stderr io.Writer) error {
+	cfg, err := configFrom(cmd)
+	if err != nil {
+		return err
+	}
+	mods, err := Select(Catalog(), cfg.Modules)
+	if err != nil {
+		return err
+	}
+	log := NewLogger(cfg, stderr)
+	app := fx.New(Serve(cfg, log, mods))
+	if err := app.Err(); err != nil {
+		return err
+	}
+	startCtx, cancel := context.WithTimeout(ctx, app.StartTimeout())
+	defer cancel()
+	if err := app.Start(startCtx); err != nil {
+		return err
+	}
+	log.Info("svc started", "version", Version, "modules", strings.Join(IDs(mods), ","))
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	code := 0
+	select {
+	case s := <-sigs:
+		log.Info("stopping", "signal", s.String())
+	case sig := <-app.Wait():
+		code = sig.ExitCode
+	case <-ctx.Done():
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), app.StopTimeout())
+	defer cancel()
+	if err := app.Stop(stopCtx); err != nil {
+		return err
+	}
+	if code != 0 {
+		return cli.Exit("a listener failed", code)
+	}
+	return nil
+}
+
+// run starts the application without listeners (database ready, migrations applied unless
+// --no-migrate), calls fn, and stops.
+func run(ctx context.Context, cmd *cli.Command, stderr io.Writer, cfg Config, fn func(context.Context) error, extra ...fx.Option) error {
+	mods, err := Select(Catalog(), cfg.Modules)
+	if err != nil {
+		return err
+	}
+	if cfg.LogLevel == DefaultConfig().LogLevel && !cmd.IsSet("log-level") {
+		cfg.LogLevel = "warn" // one-shot commands print their result, not the lifecycle
+	}
+	app := fx.New(Core(cfg, NewLogger(cfg, stderr), mods), fx.Options(extra...))
+	if err := app.Err(); err != nil {
+		return err
+	}
+	startCtx, cancel := context.WithTimeout(ctx, app.StartTimeout())
+	defer cancel()
+	if err := app.Start(startCtx); err != nil {
+		return err
+	}
+	runErr := fn(ctx)
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), app.StopTimeout())
+	defer cancelStop()
+	return errors.Join(runErr, app.Stop(stopCtx))
+}
+
+// Invoker is what an admin command calls to run with its module's services: fn's first parameter is a
+// context.Context, its others are taken from the application, and it returns an error.
+func Invoker(stderr io.Writer) plugin.Invoke {
+	return func(ctx context.Context, cmd *cli.Command, fn any) error {
+		cfg, err := configFrom(cmd)
+		if err != nil {
+			return err
+		}
+		call, deps, err := bind(fn)
+		if err != nil {
+			return err
+		}
+		return run(ctx, cmd, stderr, cfg, call, fx.Invoke(deps))
+	}
+}
+
+var (
+	contextType = reflect.TypeFor[context.Context]()
+	errorType   = reflect.TypeFor[error]()
+)
+
+// bind splits fn(ctx, deps...) error into an fx invocation that captures deps and a call that runs
+// fn with them once the application has started.
+func bind(fn any) (call func(context.Context) error, capture any, err error) {
+	fv := reflect.ValueOf(fn)
+	ft := fv.Type()
+	if ft.Kind() != reflect.Func || ft.NumIn() < 1 || ft.In(0) != contextType || ft.NumOut() != 1 || ft.Out(0) != errorType {
+		return nil, nil, fmt.Errorf("admin: %s is not func(context.Context, ...) error", ft)
+	}
+	in := make([]reflect.Type, ft.NumIn()-1)
+	for i := range in {
+		in[i] = ft.In(i + 1)
+	}
+	var deps []reflect.Value
+	capture = reflect.MakeFunc(reflect.FuncOf(in, nil, false), func(args []reflect.Value) []reflect.Value {
+		deps = args
+		return nil
+	}).Interface()
+	call = func(ctx context.Context) error {
+		out := fv.Call(append([]reflect.Value{reflect.ValueOf(ctx)}, deps...))
+		err, _ := out[0].Interface().(error)
+		return err
+	}
+	return call, capture, nil
+}
+
+// adminCommands are the host's own admin commands and those of every module built in.
+func adminCommands(stdout, stderr io.Writer) []*cli.Command {
+	invoke := Invoker(stderr)
+	cmds := []*cli.Command{{
+		Name:  "modules",
+		Usage: "list the enabled modules with their versions and applied migrations",
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			return invoke(ctx, cmd, func(ctx context.Context, db *gorm.DB, dep *plugin.Deployment) error {
+				type row struct {
+					ID         string `json:"id"`
+					Version    string `json:"version"`
+					Migrations int64  `json:"migrations_applied"`
+				}
+				rows := []row{}
+				for _, d := range Catalog() {
+					for _, id := range dep.Modules {
+						if id != d.ID {
+							continue
+						}
+						r := row{ID: d.ID, Version: d.Version}
+						if db.Migrator().HasTable(database.HistoryTable(d.ID)) {
+							if err := db.WithContext(ctx).Table(database.HistoryTable(d.ID)).Count(&r.Migrations).Error; err != nil {
+								return fmt.Errorf("count migrations of %s: %w", d.ID, err)
+							}
+						}
+						rows = append(rows, r)
+					}
+				}
+				return plugin.Print(cmd, stdout, map[string]any{"modules": rows})
+			})
+		},
+	}}
+	for _, d := range Catalog() {
+		if d.Admin != nil {
+			cmds = append(cmds, d.Admin(invoke)...)
+		}
+	}
+	return cmds
+}
+
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}

@@ -1,0 +1,219 @@
+package host
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/fx"
+
+	"github.com/svcforum/svc/contracts/plugin"
+)
+
+// The listeners the host opens.
+const (
+	ListenerPublic       = "public"
+	ListenerAgentEdge    = "agent-edge"
+	ListenerAgentPrivate = "agent-private"
+	ListenerAdmin        = "admin"
+)
+
+// Listeners are the HTTP servers of the process, built (routes mounted) at construction and bound at
+// start.
+type Listeners struct {
+	servers []*server
+}
+
+type server struct {
+	name   string
+	srv    *http.Server
+	mu     sync.Mutex
+	bound  net.Addr
+	engine *gin.Engine
+}
+
+// Addr returns the address a listener is bound to, or "" if it is not running.
+func (l *Listeners) Addr(name string) string {
+	for _, s := range l.servers {
+		if s.name == name {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.bound != nil {
+				return s.bound.String()
+			}
+		}
+	}
+	return ""
+}
+
+type listenersParams struct {
+	fx.In
+	Config    Config
+	Log       *slog.Logger
+	Registry  *prometheus.Registry
+	Metrics   *httpMetrics
+	Routes    []plugin.Routes    `group:"svc.routes"`
+	Readiness []plugin.Readiness `group:"svc.readiness"`
+	Guard     *plugin.Guard      `optional:"true"`
+}
+
+// newListeners builds one gin engine per listener and mounts every module's routes on the listeners of
+// its plane. A path registered twice, or agent routes without a guard, is an error.
+func newListeners(p listenersParams) (*Listeners, error) {
+	gin.SetMode(gin.ReleaseMode)
+	routes := slices.Clone(p.Routes)
+	slices.SortFunc(routes, func(a, b plugin.Routes) int {
+		return cmp.Or(cmp.Compare(a.Plane, b.Plane), cmp.Compare(a.Module, b.Module))
+	})
+	ready := ready(p.Readiness, p.Config.ReadyTimeout, p.Log)
+	ls := &Listeners{}
+	add := func(name, addr string) (*gin.Engine, error) {
+		e, err := newEngine(name, p, ready)
+		if err != nil {
+			return nil, err
+		}
+		ls.servers = append(ls.servers, &server{name: name, engine: e, srv: p.Config.httpServer(addr, e, p.Log)})
+		return e, nil
+	}
+
+	public, err := add(ListenerPublic, p.Config.PublicAddr)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range routes {
+		if r.Plane == plugin.Public || r.Plane == plugin.Onboarding {
+			if err := mount(public, r); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	channels := []struct{ listener, channel, addr string }{{ListenerAgentEdge, plugin.ChannelEdge, p.Config.AgentEdgeAddr}}
+	if p.Config.AgentPrivateAddr != "" {
+		channels = append(channels, struct{ listener, channel, addr string }{ListenerAgentPrivate, plugin.ChannelPrivate, p.Config.AgentPrivateAddr})
+	}
+	for _, ch := range channels {
+		e, err := add(ch.listener, ch.addr)
+		if err != nil {
+			return nil, err
+		}
+		group := e.Group(plugin.AgentPrefix, func(c *gin.Context) { plugin.SetChannel(c, ch.channel); c.Next() })
+		for _, r := range routes {
+			if r.Plane != plugin.Agent {
+				continue
+			}
+			if p.Guard == nil {
+				return nil, fmt.Errorf("module %q has agent-plane routes but no module guards the agent plane (enable sigv1)", r.Module)
+			}
+			if err := mount(group.Group("", p.Guard.Handlers...), r); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	admin, err := add(ListenerAdmin, p.Config.AdminAddr)
+	if err != nil {
+		return nil, err
+	}
+	admin.GET("/metrics", metricsHandler(p.Registry))
+	return ls, nil
+}
+
+func newEngine(name string, p listenersParams, ready gin.HandlerFunc) (*gin.Engine, error) {
+	e := gin.New()
+	e.HandleMethodNotAllowed = true
+	// A signed request-target is exact: never redirect to a "fixed" path.
+	e.RedirectTrailingSlash = false
+	e.RedirectFixedPath = false
+	e.ContextWithFallback = true
+	if err := e.SetTrustedProxies(p.Config.TrustedProxies); err != nil {
+		return nil, fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	e.Use(requestID(), observe(name, p.Log, p.Metrics), recovery(p.Log), negotiate())
+	e.NoRoute(notFound)
+	e.NoMethod(methodNotAllowed)
+	e.GET("/health/live", live)
+	e.GET("/health/ready", ready)
+	return e, nil
+}
+
+// mount registers one contribution, turning gin's panic on a conflicting path into an error.
+func mount(r gin.IRouter, routes plugin.Routes) (err error) {
+	defer func() {
+		if rec := recover(); rec != nil {
+			err = fmt.Errorf("module %q: route conflict: %v", routes.Module, rec)
+		}
+	}()
+	routes.Mount(r)
+	return nil
+}
+
+func (c Config) httpServer(addr string, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: c.HTTP.ReadHeader,
+		ReadTimeout:       c.HTTP.Read,
+		WriteTimeout:      c.HTTP.Write,
+		IdleTimeout:       c.HTTP.Idle,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// registerServers binds every listener at start (so a taken port fails start-up) and, at stop, stops
+// accepting and waits for in-flight requests up to the shutdown timeout.
+func registerServers(lc fx.Lifecycle, ls *Listeners, log *slog.Logger, shutdown fx.Shutdowner) {
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			var lcfg net.ListenConfig
+			for _, s := range ls.servers {
+				ln, err := lcfg.Listen(ctx, "tcp", s.srv.Addr)
+				if err != nil {
+					ls.close()
+					return fmt.Errorf("listen %s on %s: %w", s.name, s.srv.Addr, err)
+				}
+				s.mu.Lock()
+				s.bound = ln.Addr()
+				s.mu.Unlock()
+				log.Info("listening", "listener", s.name, "addr", ln.Addr().String())
+				go func() {
+					if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+						log.Error("listener stopped", "listener", s.name, "error", err)
+						_ = shutdown.Shutdown(fx.ExitCode(1))
+					}
+				}()
+			}
+			return nil
+		},
+		OnStop: func(ctx context.Context) error {
+			var wg sync.WaitGroup
+			errs := make([]error, len(ls.servers))
+			for i, s := range ls.servers {
+				wg.Go(func() {
+					if err := s.srv.Shutdown(ctx); err != nil {
+						errs[i] = fmt.Errorf("shut down %s: %w", s.name, err)
+						_ = s.srv.Close()
+					}
+				})
+			}
+			wg.Wait()
+			log.Info("listeners stopped")
+			return errors.Join(errs...)
+		},
+	})
+}
+
+func (l *Listeners) close() {
+	for _, s := range l.servers {
+		_ = s.srv.Close()
+	}
+}

@@ -1,0 +1,104 @@
+package host
+
+import (
+	"fmt"
+	"log/slog"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/render"
+)
+
+// RequestIDHeader carries the request's ID both ways.
+const RequestIDHeader = "X-Request-Id"
+
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+// requestID keeps the caller's X-Request-Id when it is well-formed, else makes one, and echoes it.
+func requestID() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id := c.GetHeader(RequestIDHeader)
+		if !requestIDPattern.MatchString(id) {
+			id = uuid.Must(uuid.NewV7()).String()
+		}
+		render.SetRequestID(c, id)
+		c.Header(RequestIDHeader, id)
+		c.Next()
+	}
+}
+
+// observe logs one line per request, with the errors the handlers attached, and records the request's
+// metrics. Health probes log at debug level.
+func observe(listener string, log *slog.Logger, m *httpMetrics) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		took := time.Since(start)
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
+		}
+		status := c.Writer.Status()
+		m.requests.WithLabelValues(listener, c.Request.Method, route, strconv.Itoa(status)).Inc()
+		m.duration.WithLabelValues(listener, c.Request.Method, route).Observe(took.Seconds())
+
+		level := slog.LevelInfo
+		switch {
+		case len(c.Errors) > 0 || status >= 500:
+			level = slog.LevelError
+		case route == "/health/live" || route == "/health/ready":
+			level = slog.LevelDebug
+		}
+		attrs := []slog.Attr{
+			slog.String("listener", listener),
+			slog.String("method", c.Request.Method),
+			slog.String("route", route),
+			slog.String("path", c.Request.URL.Path),
+			slog.Int("status", status),
+			slog.Int("bytes", c.Writer.Size()),
+			slog.Duration("took", took),
+			slog.String("request_id", render.RequestID(c)),
+			slog.String("client", c.ClientIP()),
+		}
+		if len(c.Errors) > 0 {
+			attrs = append(attrs, slog.String("error", c.Errors.String()))
+		}
+		log.LogAttrs(c.Request.Context(), level, "request", attrs...)
+	}
+}
+
+// negotiate settles the response media type (WIRE.md section 6) before any handler runs.
+func negotiate() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		mt, ok := render.Negotiate(c.GetHeader("Accept"))
+		if !ok {
+			render.Abort(c, problem.New(problem.NotAcceptable, "This service serves application/svc+json; version=1 or application/json."))
+			return
+		}
+		render.SetMediaType(c, mt)
+		c.Next()
+	}
+}
+
+// recovery turns a panic into a 500 problem that leaks nothing; the panic and its stack are logged once.
+func recovery(log *slog.Logger) gin.HandlerFunc {
+	return gin.CustomRecoveryWithWriter(nil, func(c *gin.Context, recovered any) {
+		log.Error("panic", "request_id", render.RequestID(c), "panic", fmt.Sprint(recovered), "stack", string(debug.Stack()))
+		render.Abort(c, problem.New(problem.Internal, "The server could not complete the request."))
+	})
+}
+
+// notFound and methodNotAllowed answer unmatched requests with problems.
+func notFound(c *gin.Context) {
+	render.Problem(c, problem.Newf(problem.NotFound, "No resource at %s.", c.Request.URL.Path))
+}
+
+func methodNotAllowed(c *gin.Context) {
+	render.Problem(c, problem.Newf(problem.MethodNotAllowed, "%s is not allowed here; see the Allow header.", c.Request.Method))
+}

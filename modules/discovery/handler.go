@@ -1,0 +1,90 @@
+package discovery
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/render"
+)
+
+// Routes serves the discovery document and every embedded contract on the public plane.
+func Routes(p *Publisher) plugin.Routes {
+	return plugin.Routes{Module: ID, Plane: plugin.Public, Mount: func(r gin.IRouter) {
+		for _, m := range []string{http.MethodGet, http.MethodHead} {
+			r.Handle(m, DocumentPath, p.serveDocument)
+			r.Handle(m, PublicAPI, p.serveFile("openapi.json"))
+			r.Handle(m, SkillPath, p.serveFile("SKILL.md"))
+			r.Handle(m, ContractsDir+"/*path", p.serveContracts)
+		}
+	}}
+}
+
+func (p *Publisher) serveDocument(c *gin.Context) {
+	rep, err := p.document()
+	if err != nil {
+		render.Error(c, err)
+		return
+	}
+	rep.contentType = render.MediaType(c)
+	c.Header("Vary", "Accept")
+	serve(c, rep)
+}
+
+func (p *Publisher) serveFile(name string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		rep, ok := p.file(name)
+		if !ok {
+			notFound(c)
+			return
+		}
+		serve(c, rep)
+	}
+}
+
+// serveContracts serves /contracts/<path of the file in contracts.FS>, and the examples index at
+// /contracts/examples.
+func (p *Publisher) serveContracts(c *gin.Context) {
+	name := strings.TrimPrefix(c.Param("path"), "/")
+	if name == "examples" || name == "examples/" {
+		rep, err := p.examples()
+		if err != nil {
+			render.Error(c, err)
+			return
+		}
+		serve(c, rep)
+		return
+	}
+	// Only the published trees are served; SKILL.md and openapi.json have their own paths.
+	if !strings.HasPrefix(name, "schemas/") && !strings.HasPrefix(name, "examples/") &&
+		!strings.HasPrefix(name, "openapi/") && !strings.HasPrefix(name, "signing/") {
+		notFound(c)
+		return
+	}
+	rep, ok := p.file(name)
+	if !ok {
+		notFound(c)
+		return
+	}
+	serve(c, rep)
+}
+
+// serve writes rep with its ETag; http.ServeContent answers If-None-Match with 304 and HEAD without a
+// body.
+func serve(c *gin.Context, rep representation) {
+	h := c.Writer.Header()
+	h.Set("ETag", rep.etag)
+	h.Set("Content-Type", rep.contentType)
+	h.Set("Cache-Control", "public, max-age=300")
+	h.Set("X-Content-Type-Options", "nosniff")
+	http.ServeContent(c.Writer, c.Request, "", time.Time{}, bytes.NewReader(rep.body))
+}
+
+func notFound(c *gin.Context) {
+	render.Problem(c, problem.Newf(problem.NotFound, "No resource at %s.", c.Request.URL.Path))
+}
