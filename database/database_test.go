@@ -100,7 +100,7 @@ func TestMigrateAppliesOnceAndTranslatesErrors(t *testing.T) {
 func TestMigrateRefusesBadSets(t *testing.T) {
 	db := dbtest.Open(t, database.SQLite)
 	cases := map[string][]plugin.Migrations{
-		"unprefixed ID": {{Module: "demo", Steps: []*gormigrate.Migration{{ID: "0001_x", Migrate: noop}}}},
+		"unprefixed ID":  {{Module: "demo", Steps: []*gormigrate.Migration{{ID: "0001_x", Migrate: noop}}}},
 		"foreign prefix": {{Module: "demo", Steps: []*gormigrate.Migration{{ID: "other_0001", Migrate: noop}}}},
 		"duplicate ID":   {{Module: "demo", Steps: []*gormigrate.Migration{{ID: "demo_1", Migrate: noop}, {ID: "demo_1", Migrate: noop}}}},
 		"module twice":   {{Module: "demo"}, {Module: "demo"}},

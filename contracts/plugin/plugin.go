@@ -49,9 +49,9 @@ type Deployment struct {
 
 // Descriptor is a module as the host's catalog knows it.
 type Descriptor struct {
-	ID       string         // one lowercase word: folder, package and config key
-	Version  string         // the module's release (tag modules/<id>/vX.Y.Z)
-	Requires []string       // modules that must be enabled alongside it
+	ID       string   // one lowercase word: folder, package and config key
+	Version  string   // the module's release (tag modules/<id>/vX.Y.Z)
+	Requires []string // modules that must be enabled alongside it
 	Module   func() fx.Option
 	// Admin returns the module's commands under `svc admin`; their actions call invoke to run with the
 	// module's services. Nil when the module has none.
