@@ -4,6 +4,7 @@
 package database
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -146,9 +147,21 @@ func Redact(url string) string {
 	return url
 }
 
+// gormLogger reports slow statements only: a failed statement's error is returned to its caller, which
+// classifies and logs it once.
 func gormLogger(l *slog.Logger) logger.Interface {
 	if l == nil {
 		return logger.Discard
 	}
-	return logger.NewSlogLogger(l, logger.Config{SlowThreshold: 500 * time.Millisecond, LogLevel: logger.Warn, IgnoreRecordNotFoundError: true})
+	return slowOnly{logger.NewSlogLogger(l, logger.Config{SlowThreshold: 500 * time.Millisecond, LogLevel: logger.Warn})}
+}
+
+type slowOnly struct{ logger.Interface }
+
+func (s slowOnly) LogMode(level logger.LogLevel) logger.Interface {
+	return slowOnly{s.Interface.LogMode(level)}
+}
+
+func (s slowOnly) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), _ error) {
+	s.Interface.Trace(ctx, begin, fc, nil)
 }

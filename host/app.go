@@ -24,6 +24,7 @@ func Core(cfg Config, log *slog.Logger, mods []plugin.Descriptor) fx.Option {
 		fx.WithLogger(func() fxevent.Logger {
 			l := &fxevent.SlogLogger{Logger: log.With("component", "fx")}
 			l.UseLogLevel(slog.LevelDebug)
+			l.UseErrorLevel(slog.LevelDebug) // failures are reported once, by the caller
 			return l
 		}),
 		fx.StartTimeout(cfg.DatabaseWait + 2*time.Minute),

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v3"
+	"go.uber.org/dig"
 	"go.uber.org/fx"
 	"gorm.io/gorm"
 
@@ -245,6 +246,8 @@ func adminCommands(stdout, stderr io.Writer) []*cli.Command {
 	return cmds
 }
 
+// oneLine reports the cause of err on one line: fx and dig wrap a constructor's error in the story of
+// how it was reached, which operators do not need.
 func oneLine(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
+	return strings.Join(strings.Fields(dig.RootCause(err).Error()), " ")
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -134,6 +135,13 @@ func (c Config) Validate() error {
 	for name, addr := range map[string]string{"public-addr": c.PublicAddr, "agent-edge-addr": c.AgentEdgeAddr, "admin-addr": c.AdminAddr} {
 		if addr == "" {
 			return fmt.Errorf("--%s must not be empty", name)
+		}
+	}
+	for _, p := range c.TrustedProxies {
+		if _, err := netip.ParsePrefix(p); err != nil {
+			if _, err := netip.ParseAddr(p); err != nil {
+				return fmt.Errorf("--trusted-proxies / SVC_TRUSTED_PROXIES: %q is not an IP address or CIDR prefix", p)
+			}
 		}
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {

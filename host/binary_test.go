@@ -1,0 +1,101 @@
+package host
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The built binary serves on the SQLite default and exits 0 on SIGTERM after draining.
+func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "svc")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/svc")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "serve")
+	cmd.Dir = dir
+	cmd.Env = []string{
+		"SVC_PUBLIC_ADDR=127.0.0.1:0", "SVC_AGENT_EDGE_ADDR=127.0.0.1:0", "SVC_ADMIN_ADDR=127.0.0.1:0",
+		"SVC_LOG_FORMAT=json",
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	lines := make(chan map[string]any, 1024)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				lines <- m
+			} else {
+				lines <- map[string]any{"msg": "not json: " + sc.Text()}
+			}
+		}
+		close(lines)
+	}()
+	var public string
+	deadline := time.After(30 * time.Second)
+	for public == "" {
+		select {
+		case m, ok := <-lines:
+			if !ok {
+				t.Fatal("svc exited before listening")
+			}
+			if strings.HasPrefix(m["msg"].(string), "not json") {
+				t.Fatalf("log line is not JSON: %v", m["msg"])
+			}
+			if m["msg"] == "listening" && m["listener"] == ListenerPublic {
+				public = m["addr"].(string)
+			}
+		case <-deadline:
+			t.Fatal("svc did not start listening")
+		}
+	}
+	for _, path := range []string{"/health/live", "/health/ready", "/.well-known/svc"} {
+		if res := do(t, "GET", "http://"+public+path, nil); res.status != 200 {
+			t.Fatalf("%s: %d %s", path, res.status, res.body)
+		}
+	}
+	// The SQLite default lives under ./var of the working directory.
+	if _, err := os.Stat(filepath.Join(dir, "var", "svc.db")); err != nil {
+		t.Fatalf("SQLite default: %v", err)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("svc did not stop after SIGTERM")
+	}
+	stopped := false
+	for m := range lines {
+		if m["msg"] == "listeners stopped" {
+			stopped = true
+		}
+	}
+	if !stopped {
+		t.Fatal(`no "listeners stopped" log line`)
+	}
+}

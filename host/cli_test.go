@@ -1,0 +1,205 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+	"go.uber.org/fx"
+
+	"github.com/svcforum/svc/contracts/plugin"
+)
+
+func runMain(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	var out, errOut bytes.Buffer
+	code = Main(context.Background(), append([]string{"svc"}, args...), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func sqliteEnv(t *testing.T) map[string]string {
+	return map[string]string{"SVC_DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "svc.db")}
+}
+
+func TestUnknownModuleStopsStartUpWithOneLine(t *testing.T) {
+	code, _, stderr := runMain(t, map[string]string{"SVC_MODULES": "nope"}, "serve")
+	if code == 0 {
+		t.Fatal("exit code 0")
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], `unknown module "nope"`) || !strings.HasPrefix(lines[0], "svc: ") {
+		t.Fatalf("stderr %q", stderr)
+	}
+}
+
+func TestBadConfigurationStopsWithOneLine(t *testing.T) {
+	cases := map[string]map[string]string{
+		"database url": {"SVC_DATABASE_URL": "mysql://x"},
+		"base url":     {"SVC_BASE_URL": "localhost:8080"},
+		"log level":    {"SVC_LOG_LEVEL": "loud"},
+		"log format":   {"SVC_LOG_FORMAT": "xml"},
+		"proxies":      {"SVC_TRUSTED_PROXIES": "not-an-ip", "SVC_PUBLIC_ADDR": "127.0.0.1:0", "SVC_AGENT_EDGE_ADDR": "127.0.0.1:0", "SVC_ADMIN_ADDR": "127.0.0.1:0"},
+		"duration":     {"SVC_SHUTDOWN_TIMEOUT": "soon"},
+	}
+	for name, env := range cases {
+		t.Run(name, func(t *testing.T) {
+			for k, v := range sqliteEnv(t) {
+				if _, set := env[k]; !set {
+					env[k] = v
+				}
+			}
+			code, _, stderr := runMain(t, env, "serve")
+			if code == 0 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.HasPrefix(stderr, "svc: ") {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+		})
+	}
+}
+
+func TestMigrateAndAdminModules(t *testing.T) {
+	env := sqliteEnv(t)
+	if code, _, stderr := runMain(t, env, "migrate"); code != 0 {
+		t.Fatalf("migrate: %d %s", code, stderr)
+	}
+	code, stdout, stderr := runMain(t, env, "admin", "modules", "--json")
+	if code != 0 {
+		t.Fatalf("admin modules: %d %s", code, stderr)
+	}
+	var got struct {
+		Modules []struct {
+			ID      string `json:"id"`
+			Version string `json:"version"`
+		} `json:"modules"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || strings.Count(stdout, "\n") != 1 {
+		t.Fatalf("stdout %q: %v", stdout, err)
+	}
+	if len(got.Modules) != len(Catalog()) || got.Modules[0].ID != "discovery" || got.Modules[0].Version == "" {
+		t.Fatalf("modules %+v", got.Modules)
+	}
+	// Without --json the same result is printed for people.
+	_, stdout, _ = runMain(t, env, "admin", "modules")
+	if !strings.HasPrefix(stdout, "modules: [") {
+		t.Fatalf("human output %q", stdout)
+	}
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	code, stdout, _ := runMain(t, nil, "version")
+	if code != 0 || !strings.HasPrefix(stdout, "svc "+Version+"\n") || !strings.Contains(stdout, "discovery ") {
+		t.Fatalf("version: %d %q", code, stdout)
+	}
+	code, stdout, _ = runMain(t, nil, "--help")
+	if code != 0 {
+		t.Fatalf("--help exit %d", code)
+	}
+	// Every flag's environment variable is listed.
+	for _, env := range []string{"SVC_DATABASE_URL", "SVC_MODULES", "SVC_PUBLIC_ADDR", "SVC_AGENT_EDGE_ADDR", "SVC_AGENT_PRIVATE_ADDR", "SVC_ADMIN_ADDR", "SVC_BASE_URL", "SVC_NO_MIGRATE", "SVC_TRUSTED_PROXIES", "SVC_DB_MAX_OPEN_CONNS"} {
+		if !strings.Contains(stdout, "$"+env) {
+			t.Errorf("--help does not list %s", env)
+		}
+	}
+	code, _, stderr := runMain(t, nil, "no-such-command")
+	if code == 0 || stderr == "" {
+		t.Fatalf("unknown command: %d %q", code, stderr)
+	}
+}
+
+func TestSelect(t *testing.T) {
+	cat := []plugin.Descriptor{
+		{ID: "b", Module: func() fx.Option { return fx.Options() }},
+		{ID: "a", Module: func() fx.Option { return fx.Options() }},
+		{ID: "forum", Requires: []string{"a"}, Module: func() fx.Option { return fx.Options() }},
+	}
+	got, err := Select(cat, nil)
+	if err != nil || len(got) != 3 || got[0].ID != "a" || got[1].ID != "b" || got[2].ID != "forum" {
+		t.Fatalf("Select all = %v, %v", got, err)
+	}
+	for _, tc := range []struct {
+		ids  []string
+		want string
+	}{
+		{[]string{"nope"}, `unknown module "nope"`},
+		{[]string{"a", "a"}, `named twice`},
+		{[]string{"forum", "b"}, `module "forum" requires module "a"`},
+	} {
+		if _, err := Select(cat, tc.ids); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Select(%v) = %v, want %q", tc.ids, err, tc.want)
+		}
+	}
+	if _, err := Select(append(cat, cat[0]), nil); err == nil {
+		t.Error("a module registered twice was accepted")
+	}
+}
+
+// Every documented deployment profile assembles: no missing or duplicate dependency.
+func TestProfilesValidate(t *testing.T) {
+	for name, ids := range Profiles() {
+		t.Run(name, func(t *testing.T) {
+			mods, err := Select(Catalog(), ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fx.ValidateApp(Serve(testConfig(t, "sqlite"), testLogger(t), mods)); err != nil {
+				t.Fatalf("ValidateApp: %v", err)
+			}
+		})
+	}
+}
+
+func routesOption(module string, plane plugin.Plane, path string) fx.Option {
+	return fx.Provide(plugin.AsRoutes(func() plugin.Routes {
+		return plugin.Routes{Module: module, Plane: plane, Mount: func(r gin.IRouter) {
+			r.GET(path, func(c *gin.Context) { c.Status(204) })
+		}}
+	}))
+}
+
+func TestStartUpRefusesConflicts(t *testing.T) {
+	cases := map[string][]fx.Option{
+		"duplicate route":              {routesOption("one", plugin.Public, "/x"), routesOption("two", plugin.Public, "/x")},
+		"taken by a module":            {routesOption("one", plugin.Public, "/.well-known/svc")},
+		"agent routes without a guard": {routesOption("one", plugin.Agent, "/thing")},
+	}
+	for name, extra := range cases {
+		t.Run(name, func(t *testing.T) {
+			app := fx.New(Serve(testConfig(t, "sqlite"), testLogger(t), allModules(t)), fx.Options(extra...), fx.NopLogger)
+			if app.Err() == nil {
+				t.Fatal("the application assembled")
+			}
+		})
+	}
+}
+
+func TestAgentRoutesBehindTheGuardOnEveryChannel(t *testing.T) {
+	guard := fx.Supply(&plugin.Guard{Module: "test", Handlers: []gin.HandlerFunc{func(c *gin.Context) {
+		c.Header("X-Guarded-Channel", plugin.Channel(c))
+		c.Next()
+	}}})
+	r := start(t, testConfig(t, "sqlite"), allModules(t), guard, routesOption("one", plugin.Agent, "/thing"))
+	for listener, channel := range map[string]string{ListenerAgentEdge: plugin.ChannelEdge, ListenerAgentPrivate: plugin.ChannelPrivate} {
+		res := do(t, "GET", r.url(listener, "/agent-api/v1/thing"), nil)
+		if res.status != 204 || res.header.Get("X-Guarded-Channel") != channel {
+			t.Fatalf("%s: %d, channel %q", listener, res.status, res.header.Get("X-Guarded-Channel"))
+		}
+	}
+	// The agent plane is not on the public listener.
+	checkProblem(t, do(t, "GET", r.url(ListenerPublic, "/agent-api/v1/thing"), nil), 404, "not_found")
+}
+
+func TestTakenPortFailsStart(t *testing.T) {
+	r := start(t, testConfig(t, "sqlite"), allModules(t))
+	cfg := testConfig(t, "sqlite")
+	cfg.PublicAddr = r.listeners.Addr(ListenerPublic)
+	app := fx.New(Serve(cfg, testLogger(t), allModules(t)), fx.NopLogger)
+	if err := app.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "listen public") {
+		t.Fatalf("start on a taken port: %v", err)
+	}
+}
