@@ -1,0 +1,66 @@
+# svc: the commands a newcomer needs. `make help` lists them.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+MODULES := contracts database modules/discovery host e2e
+BIN := $(CURDIR)/bin
+STATICCHECK_VERSION := v0.8.2
+BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
+
+SVC_IMAGE ?= svc:dev
+SVC_POSTGRES_IMAGE ?= svc-postgres:15
+export SVC_IMAGE SVC_POSTGRES_IMAGE
+# No registry is reachable: the reaper image cannot be pulled, and the tests remove what they start.
+export TESTCONTAINERS_RYUK_DISABLED ?= true
+
+.PHONY: help run build test unit e2e images lint bench tidy sweep
+
+help: ## list the targets
+	@grep -E '^[a-z0-9]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+run: ## serve svc on the embedded SQLite default (./var/svc.db); Ctrl-C stops it
+	go run ./host/cmd/svc serve
+
+build: ## build the svc binary into ./bin/svc
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/svc ./host/cmd/svc
+
+test: images lint unit e2e ## every test: images, lint, unit and store tests (race, both dialects), e2e
+	@$(MAKE) --no-print-directory sweep
+
+unit: ## each module's tests alone (GOWORK=off) with the race detector; PostgreSQL from a container
+	@for m in $(filter-out e2e,$(MODULES)); do \
+		echo "== $$m"; \
+		(cd $$m && GOWORK=off go test -race -count=1 ./...); \
+	done
+
+e2e: images ## the built image beside PostgreSQL, in containers (testcontainers-go)
+	cd e2e && GOWORK=off go test -count=1 -timeout 15m ./...
+
+images: ## build the PostgreSQL and service images offline (only what changed)
+	build/postgres/build.sh
+	build/svc/build.sh
+
+lint: $(BIN)/staticcheck ## gofmt, go vet and staticcheck over every module
+	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt would rewrite:"; echo "$$out"; exit 1; fi
+	@for m in $(MODULES); do (cd $$m && GOWORK=off go vet ./... && GOWORK=off $(BIN)/staticcheck ./...); done
+
+bench: $(BIN)/benchstat ## benchmarks, each against a baseline measured in the same run
+	@mkdir -p var
+	@for m in $(MODULES); do (cd $$m && GOWORK=off go test -run '^$$' -bench . -benchmem -count 6 ./...); done | tee var/bench.txt | grep -E '^(Benchmark|ok|FAIL)' >&2
+	@$(BIN)/benchstat -col /impl var/bench.txt
+
+tidy: ## go mod tidy in every module
+	@for m in $(MODULES); do (cd $$m && go mod tidy); done
+
+sweep: ## remove containers and networks that tests of this project left behind
+	@docker ps -aq --filter label=org.testcontainers=true --filter label=svc.test=true | xargs -r docker rm -f >/dev/null
+	@docker ps -aq --filter label=org.testcontainers=true --filter ancestor=$(SVC_POSTGRES_IMAGE) | xargs -r docker rm -f >/dev/null
+	@docker ps -aq --filter label=org.testcontainers=true --filter ancestor=$(SVC_IMAGE) | xargs -r docker rm -f >/dev/null
+	@docker network ls -q --filter label=org.testcontainers=true | xargs -r docker network rm >/dev/null 2>&1 || true
+
+$(BIN)/staticcheck:
+	GOBIN=$(BIN) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+$(BIN)/benchstat:
+	GOBIN=$(BIN) go install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
