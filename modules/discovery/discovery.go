@@ -69,7 +69,7 @@ func (p *Publisher) Document() (Document, error) {
 		MediaType:       contracts.MediaType,
 		SignatureScheme: contracts.SignatureScheme,
 		BaseURL:         p.deployment.BaseURL,
-		Modules:         slices.Clone(p.deployment.Modules),
+		Modules:         append([]string{}, p.deployment.Modules...), // a list, never null
 		Locations:       map[string]any{},
 	}
 	schemas := map[string]string{}

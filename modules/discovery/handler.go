@@ -32,6 +32,9 @@ func (p *Publisher) serveDocument(c *gin.Context) {
 		return
 	}
 	rep.contentType = render.MediaType(c)
+	// Each media type is its own representation (Vary: Accept) with its own ETag, so that a cache holding
+	// both variants tells them apart (RFC 9110 section 8.8.3.3).
+	rep.etag = etagOf(append([]byte(rep.contentType+"\n"), rep.body...))
 	c.Header("Vary", "Accept")
 	serve(c, rep)
 }
