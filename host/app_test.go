@@ -81,6 +81,12 @@ type response struct {
 
 func do(t *testing.T, method, url string, header map[string]string) response {
 	t.Helper()
+	return fetch(t, http.DefaultClient, method, url, header)
+}
+
+// fetch sends one request with c and reads the whole answer.
+func fetch(t *testing.T, c *http.Client, method, url string, header map[string]string) response {
+	t.Helper()
 	req, err := http.NewRequest(method, url, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +94,7 @@ func do(t *testing.T, method, url string, header map[string]string) response {
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
