@@ -55,6 +55,9 @@ func observe(listener string, log *slog.Logger, m *httpMetrics) gin.HandlerFunc 
 		case route == "/health/live" || route == "/health/ready":
 			level = slog.LevelDebug
 		}
+		if !log.Enabled(c.Request.Context(), level) {
+			return
+		}
 		attrs := []slog.Attr{
 			slog.String("listener", listener),
 			slog.String("method", c.Request.Method),

@@ -33,8 +33,10 @@ func (p *Publisher) serveDocument(c *gin.Context) {
 	}
 	rep.contentType = render.MediaType(c)
 	// Each media type is its own representation (Vary: Accept) with its own ETag, so that a cache holding
-	// both variants tells them apart (RFC 9110 section 8.8.3.3).
-	rep.etag = etagOf(append([]byte(rep.contentType+"\n"), rep.body...))
+	// both variants tells them apart (RFC 9110 section 8.8.3.3). The tag is derived, not re-hashed.
+	if rep.contentType != render.JSONType {
+		rep.etag = strings.TrimSuffix(rep.etag, `"`) + `-svc"`
+	}
 	c.Header("Vary", "Accept")
 	serve(c, rep)
 }
