@@ -18,10 +18,10 @@ const (
 	SignatureScheme   = "svc-sig-v1"
 )
 
-//go:embed openapi.json openapi schemas examples SKILL.md
+//go:embed openapi.json openapi schemas examples signing SKILL.md
 var files embed.FS
 
 // FS returns the published artifacts. Paths are as in the repository: "openapi.json", "openapi/*.json",
-// "SKILL.md",
-// "schemas/<name>.schema.json", "examples/<shape>/{valid,invalid}/<case>.json".
+// "SKILL.md", "schemas/<name>.schema.json", "examples/<shape>/{valid,invalid}/<case>.json",
+// "signing/svc-sig-v1-vectors.json".
 func FS() fs.FS { return files }
