@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,20 +132,21 @@ func Dialect(db *gorm.DB) string {
 	return SQLite
 }
 
-// Redact hides the password of a database URL for logs and errors.
-func Redact(url string) string {
-	scheme, rest, ok := strings.Cut(url, "://")
-	if !ok {
-		return url
+// Redact hides the passwords of a database URL (in its user information or a password parameter) for
+// logs and errors.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<unparsable database URL>"
 	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok {
-		return url
+	q := u.Query()
+	for k := range q {
+		if strings.EqualFold(k, "password") || strings.EqualFold(k, "sslpassword") {
+			q.Set(k, "xxxxx")
+		}
 	}
-	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
-		return scheme + "://" + user + ":xxxxx@" + host
-	}
-	return url
+	u.RawQuery = q.Encode()
+	return u.Redacted()
 }
 
 // gormLogger reports slow statements only: a failed statement's error is returned to its caller, which

@@ -3,6 +3,7 @@ package database_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,6 +44,9 @@ func TestRedact(t *testing.T) {
 	}
 	if got := database.Redact("postgres://db/svc"); got != "postgres://db/svc" {
 		t.Errorf("got %q", got)
+	}
+	if got := database.Redact("postgres://db/svc?password=secret&sslmode=disable"); strings.Contains(got, "secret") {
+		t.Errorf("password parameter kept: %q", got)
 	}
 }
 

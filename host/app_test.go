@@ -177,8 +177,17 @@ func TestAssembledService(t *testing.T) {
 			t.Fatalf("svc+json: %d %q", res.status, res.header.Get("Content-Type"))
 		}
 
+		// An invented method is counted, without a series of its own.
+		checkProblem(t, do(t, "FOO1", r.url(ListenerPublic, "/health/live"), nil), 405, "method_not_allowed")
+		if v := res.header.Get("Vary"); v != "Accept" {
+			t.Fatalf("Vary = %q", v)
+		}
+
 		// Metrics on the admin listener only.
 		res = do(t, "GET", r.url(ListenerAdmin, "/metrics"), nil)
+		if strings.Contains(string(res.body), "FOO1") || !strings.Contains(string(res.body), `method="other",route="unmatched",status="405"`) {
+			t.Errorf("invented method in metrics")
+		}
 		for _, want := range []string{
 			`svc_http_requests_total{listener="public",method="GET",route="/health/live",status="200"}`,
 			`svc_http_request_duration_seconds_bucket{listener="public",method="GET",route="/health/ready"`,
@@ -230,17 +239,33 @@ func TestGracefulShutdownDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := "http://" + ls.Addr(ListenerPublic)
-	got := make(chan response, 1)
-	go func() { got <- do(t, "GET", url+"/slow", nil) }()
+	type result struct {
+		status int
+		body   string
+		err    error
+	}
+	got := make(chan result, 1)
+	go func() {
+		res, err := http.Get(url + "/slow")
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		got <- result{res.StatusCode, string(body), err}
+	}()
 	<-entered
 	stopped := make(chan error, 1)
 	go func() { stopped <- app.Stop(context.Background()) }()
 	// New connections are refused once shutdown has begun.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := http.Get(url + "/health/live"); err != nil {
+		res, err := http.Get(url + "/health/live")
+		if err != nil {
 			break
 		}
+		res.Body.Close()
 		if time.Now().After(deadline) {
 			t.Fatal("listener still accepting during shutdown")
 		}
@@ -252,8 +277,8 @@ func TestGracefulShutdownDrains(t *testing.T) {
 	default:
 	}
 	close(release)
-	if res := <-got; res.status != 200 || string(res.body) != "finished" {
-		t.Fatalf("in-flight request: %d %s", res.status, res.body)
+	if res := <-got; res.err != nil || res.status != 200 || res.body != "finished" {
+		t.Fatalf("in-flight request: %d %q %v", res.status, res.body, res.err)
 	}
 	if err := <-stopped; err != nil {
 		t.Fatalf("stop: %v", err)

@@ -79,21 +79,22 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("svc did not stop after SIGTERM")
-	}
+	// Read stderr to its end (the process exiting closes it) before Wait, as os/exec requires.
 	stopped := false
-	for m := range lines {
-		if m["msg"] == "listeners stopped" {
-			stopped = true
+	timeout := time.After(30 * time.Second)
+	for open := true; open; {
+		select {
+		case m, ok := <-lines:
+			open = ok
+			if ok && m["msg"] == "listeners stopped" {
+				stopped = true
+			}
+		case <-timeout:
+			t.Fatal("svc did not stop after SIGTERM")
 		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
 	}
 	if !stopped {
 		t.Fatal(`no "listeners stopped" log line`)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
 	"reflect"
 	"strings"
@@ -107,22 +106,24 @@ func serve(ctx context.Context, cmd *cli.Command, stderr io.Writer) error {
 	if err := app.Err(); err != nil {
 		return err
 	}
-	startCtx, cancel := context.WithTimeout(ctx, app.StartTimeout())
+	// A signal while waiting for the database or migrating aborts start-up cleanly, too.
+	sigCtx, stopSignals := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stopSignals()
+	startCtx, cancel := context.WithTimeout(sigCtx, app.StartTimeout())
 	defer cancel()
 	if err := app.Start(startCtx); err != nil {
+		if sigCtx.Err() != nil {
+			return errors.New("stopped by a signal during start-up")
+		}
 		return err
 	}
 	log.Info("svc started", "version", Version, "modules", strings.Join(IDs(mods), ","))
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	code := 0
 	select {
-	case s := <-sigs:
-		log.Info("stopping", "signal", s.String())
+	case <-sigCtx.Done():
+		log.Info("stopping", "reason", context.Cause(sigCtx).Error())
 	case sig := <-app.Wait():
 		code = sig.ExitCode
-	case <-ctx.Done():
 	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), app.StopTimeout())
 	defer cancel()

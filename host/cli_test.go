@@ -167,6 +167,9 @@ func TestStartUpRefusesConflicts(t *testing.T) {
 		"duplicate route":              {routesOption("one", plugin.Public, "/x"), routesOption("two", plugin.Public, "/x")},
 		"taken by a module":            {routesOption("one", plugin.Public, "/.well-known/svc")},
 		"agent routes without a guard": {routesOption("one", plugin.Agent, "/thing")},
+		"a location published twice": {fx.Provide(plugin.AsPublications(func() []plugin.Publication {
+			return []plugin.Publication{{Module: "one", Name: "skill", Path: "/other/SKILL.md"}}
+		}))},
 	}
 	for name, extra := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -171,7 +171,7 @@ func (c Config) httpServer(addr string, h http.Handler, log *slog.Logger) *http.
 
 // registerServers binds every listener at start (so a taken port fails start-up) and, at stop, stops
 // accepting and waits for in-flight requests up to the shutdown timeout.
-func registerServers(lc fx.Lifecycle, ls *Listeners, log *slog.Logger, shutdown fx.Shutdowner) {
+func registerServers(lc fx.Lifecycle, cfg Config, ls *Listeners, log *slog.Logger, shutdown fx.Shutdowner) {
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			var lcfg net.ListenConfig
@@ -195,6 +195,8 @@ func registerServers(lc fx.Lifecycle, ls *Listeners, log *slog.Logger, shutdown 
 			return nil
 		},
 		OnStop: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, cfg.ShutdownTimeout)
+			defer cancel()
 			var wg sync.WaitGroup
 			errs := make([]error, len(ls.servers))
 			for i, s := range ls.servers {

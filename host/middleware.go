@@ -3,6 +3,7 @@ package host
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
 	"regexp"
 	"runtime/debug"
 	"strconv"
@@ -45,8 +46,9 @@ func observe(listener string, log *slog.Logger, m *httpMetrics) gin.HandlerFunc 
 			route = "unmatched"
 		}
 		status := c.Writer.Status()
-		m.requests.WithLabelValues(listener, c.Request.Method, route, strconv.Itoa(status)).Inc()
-		m.duration.WithLabelValues(listener, c.Request.Method, route).Observe(took.Seconds())
+		method := metricMethod(c.Request.Method)
+		m.requests.WithLabelValues(listener, method, route, strconv.Itoa(status)).Inc()
+		m.duration.WithLabelValues(listener, method, route).Observe(took.Seconds())
 
 		level := slog.LevelInfo
 		switch {
@@ -76,9 +78,20 @@ func observe(listener string, log *slog.Logger, m *httpMetrics) gin.HandlerFunc 
 	}
 }
 
+// metricMethod bounds the method label: a client inventing methods must not invent metric series.
+func metricMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
+}
+
 // negotiate settles the response media type (WIRE.md section 6) before any handler runs.
 func negotiate() gin.HandlerFunc {
 	return func(c *gin.Context) {
+		c.Header("Vary", "Accept")
 		mt, ok := render.Negotiate(c.GetHeader("Accept"))
 		if !ok {
 			render.Abort(c, problem.New(problem.NotAcceptable, "This service serves application/svc+json; version=1 or application/json."))

@@ -80,6 +80,8 @@ func JSON(c *gin.Context, status int, v any) {
 // Problem writes p as application/problem+json, stamped with the request ID. A 429 problem carrying
 // retry_after_seconds also gets the Retry-After header.
 func Problem(c *gin.Context, p *problem.Problem) {
+	cp := *p // a shared problem value is never written to
+	p = &cp
 	p.RequestID = RequestID(c)
 	if s, ok := p.Extensions["retry_after_seconds"].(int); ok && s >= 1 {
 		c.Header("Retry-After", strconv.Itoa(s))

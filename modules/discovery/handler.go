@@ -13,8 +13,12 @@ import (
 	"github.com/svcforum/svc/contracts/render"
 )
 
-// Routes serves the discovery document and every embedded contract on the public plane.
-func Routes(p *Publisher) plugin.Routes {
+// Routes serves the discovery document and every embedded contract on the public plane. Publications
+// that name one location twice are refused here, so that start-up fails rather than the document.
+func Routes(p *Publisher) (plugin.Routes, error) {
+	if _, err := p.Document(); err != nil {
+		return plugin.Routes{}, err
+	}
 	return plugin.Routes{Module: ID, Plane: plugin.Public, Mount: func(r gin.IRouter) {
 		for _, m := range []string{http.MethodGet, http.MethodHead} {
 			r.Handle(m, DocumentPath, p.serveDocument)
@@ -22,7 +26,7 @@ func Routes(p *Publisher) plugin.Routes {
 			r.Handle(m, SkillPath, p.serveFile("SKILL.md"))
 			r.Handle(m, ContractsDir+"/*path", p.serveContracts)
 		}
-	}}
+	}}, nil
 }
 
 func (p *Publisher) serveDocument(c *gin.Context) {
