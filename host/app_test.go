@@ -65,7 +65,7 @@ func start(t *testing.T, cfg Config, mods []plugin.Descriptor, extra ...fx.Optio
 	return r
 }
 
-func allModules(t *testing.T) []plugin.Descriptor {
+func allModules(t testing.TB) []plugin.Descriptor {
 	mods, err := Select(Catalog(), nil)
 	if err != nil {
 		t.Fatal(err)

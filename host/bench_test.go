@@ -7,8 +7,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"go.uber.org/fx"
-
-	"github.com/svcforum/svc/contracts/plugin"
 )
 
 // BenchmarkLive measures /health/live through the host's engine (request ID, logging, metrics,
@@ -22,7 +20,7 @@ func BenchmarkLive(b *testing.B) {
 	cfg.DatabaseURL = "sqlite:" + b.TempDir() + "/svc.db"
 	cfg.LogLevel = "error"
 	var ls *Listeners
-	app := fx.New(Serve(cfg, NewLogger(cfg, discard{}), allModulesB(b)), fx.Populate(&ls), fx.NopLogger)
+	app := fx.New(Serve(cfg, NewLogger(cfg, discard{}), allModules(b)), fx.Populate(&ls), fx.NopLogger)
 	if err := app.Err(); err != nil {
 		b.Fatal(err)
 	}
@@ -53,11 +51,3 @@ func BenchmarkLive(b *testing.B) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-func allModulesB(b *testing.B) []plugin.Descriptor {
-	mods, err := Select(Catalog(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return mods
-}
