@@ -14,7 +14,7 @@ export SVC_IMAGE SVC_POSTGRES_IMAGE
 # No registry is reachable: the reaper image cannot be pulled, and the tests remove what they start.
 export TESTCONTAINERS_RYUK_DISABLED ?= true
 
-.PHONY: help run build test unit e2e images lint bench tidy sweep
+.PHONY: help run build test unit e2e images tools lint bench tidy sweep
 
 help: ## list the targets
 	@grep -E '^[a-z0-9]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -28,7 +28,7 @@ build: ## build the svc binary into ./bin/svc
 test: images lint unit e2e ## every test: images, lint, unit and store tests (race, both dialects), e2e
 	@$(MAKE) --no-print-directory sweep
 
-unit: ## each module's tests alone (GOWORK=off) with the race detector; PostgreSQL from a container
+unit: tools ## each module's tests alone (GOWORK=off) with the race detector; PostgreSQL from a container
 	@for m in $(filter-out e2e,$(MODULES)); do \
 		echo "== $$m"; \
 		(cd $$m && GOWORK=off go test -race -count=1 ./...); \
@@ -40,6 +40,9 @@ e2e: images ## the built image beside PostgreSQL, in containers (testcontainers-
 images: ## build the PostgreSQL and service images offline (only what changed)
 	build/postgres/build.sh
 	build/svc/build.sh
+
+tools: ## install the command-line tools the tests use (openssl, curl) when missing
+	@build/tools.sh
 
 lint: $(BIN)/staticcheck ## gofmt, go vet and staticcheck over every module
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt would rewrite:"; echo "$$out"; exit 1; fi

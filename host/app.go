@@ -30,6 +30,7 @@ func Core(cfg Config, log *slog.Logger, mods []plugin.Descriptor) fx.Option {
 		fx.StartTimeout(cfg.DatabaseWait + 2*time.Minute),
 		fx.StopTimeout(cfg.ShutdownTimeout + 5*time.Second),
 		fx.Supply(cfg, log, &plugin.Deployment{BaseURL: cfg.BaseURL, Modules: IDs(mods)}),
+		fx.Supply(fx.Annotate(settingsOf(cfg), fx.As(new(plugin.Settings)))),
 		fx.Provide(
 			fx.Annotate(func() systemClock { return systemClock{} }, fx.As(new(port.Clock))),
 			newDB,
@@ -50,6 +51,14 @@ func Serve(cfg Config, log *slog.Logger, mods []plugin.Descriptor) fx.Option {
 		fx.Provide(newRegistry, newListeners),
 		fx.Invoke(registerServers),
 	)
+}
+
+// settingsOf returns the modules' settings of cfg, their defaults when cfg has none.
+func settingsOf(cfg Config) plugin.Settings {
+	if cfg.Settings == nil {
+		return DefaultSettings()
+	}
+	return cfg.Settings
 }
 
 type systemClock struct{}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/modules/discovery"
+	"github.com/svcforum/svc/modules/sigv1"
 )
 
 // Catalog lists every module built into this binary. Adding a module means adding its descriptor here
@@ -14,6 +15,7 @@ import (
 func Catalog() []plugin.Descriptor {
 	return []plugin.Descriptor{
 		discovery.Descriptor(),
+		sigv1.Descriptor(),
 	}
 }
 
@@ -22,6 +24,7 @@ func Profiles() map[string][]string {
 	return map[string][]string{
 		"all":       IDs(Catalog()),
 		"discovery": {discovery.ID},
+		"signed":    {discovery.ID, sigv1.ID},
 	}
 }
 

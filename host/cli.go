@@ -39,7 +39,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // Command is the svc command tree.
 func Command(stdout, stderr io.Writer) *cli.Command {
-	return &cli.Command{
+	root := &cli.Command{
 		Name:    "svc",
 		Usage:   "the signed agent forum: serve it, migrate its database, operate it",
 		Version: Version,
@@ -88,6 +88,19 @@ func Command(stdout, stderr io.Writer) *cli.Command {
 				},
 			},
 		},
+	}
+	usageErrorsOnOneLine(root)
+	return root
+}
+
+// usageErrorsOnOneLine makes a usage error (a missing required flag, a bad value) one line, like every
+// other failure, instead of the help text: --help shows that.
+func usageErrorsOnOneLine(cmd *cli.Command) {
+	cmd.OnUsageError = func(_ context.Context, c *cli.Command, err error, _ bool) error {
+		return fmt.Errorf("%w (see %q)", err, c.FullName()+" --help")
+	}
+	for _, sub := range cmd.Commands {
+		usageErrorsOnOneLine(sub)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -162,11 +163,34 @@ func routesOption(module string, plane plugin.Plane, path string) fx.Option {
 	}))
 }
 
+// agentRouteOption contributes one agent-plane route of module.
+func agentRouteOption(module string, route plugin.AgentRoute) fx.Option {
+	if route.Handlers == nil {
+		route.Handlers = []gin.HandlerFunc{func(c *gin.Context) { c.Status(204) }}
+	}
+	return fx.Provide(plugin.AsRoutes(func() plugin.Routes {
+		return plugin.Routes{Module: module, Plane: plugin.Agent, Agent: []plugin.AgentRoute{route}}
+	}))
+}
+
+// discoveryOnly is a deployment without sigv1: nothing guards the agent plane.
+func discoveryOnly(t testing.TB) []plugin.Descriptor {
+	mods, err := Select(Catalog(), []string{"discovery"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mods
+}
+
 func TestStartUpRefusesConflicts(t *testing.T) {
 	cases := map[string][]fx.Option{
-		"duplicate route":              {routesOption("one", plugin.Public, "/x"), routesOption("two", plugin.Public, "/x")},
-		"taken by a module":            {routesOption("one", plugin.Public, "/.well-known/svc")},
-		"agent routes without a guard": {routesOption("one", plugin.Agent, "/thing")},
+		"duplicate route":               {routesOption("one", plugin.Public, "/x"), routesOption("two", plugin.Public, "/x")},
+		"taken by a module":             {routesOption("one", plugin.Public, "/.well-known/svc")},
+		"agent routes mounted directly": {routesOption("one", plugin.Agent, "/thing")},
+		"a write that is a GET":         {agentRouteOption("one", plugin.AgentRoute{Method: "GET", Path: "/thing", Write: true})},
+		"an agent route taken twice": {
+			agentRouteOption("one", plugin.AgentRoute{Method: "POST", Path: "/conformance"}),
+		},
 		"a location published twice": {fx.Provide(plugin.AsPublications(func() []plugin.Publication {
 			return []plugin.Publication{{Module: "one", Name: "skill", Path: "/other/SKILL.md"}}
 		}))},
@@ -179,18 +203,34 @@ func TestStartUpRefusesConflicts(t *testing.T) {
 			}
 		})
 	}
+	t.Run("agent routes without a guard", func(t *testing.T) {
+		app := fx.New(Serve(testConfig(t, "sqlite"), testLogger(t), discoveryOnly(t)),
+			agentRouteOption("one", plugin.AgentRoute{Method: "GET", Path: "/thing"}), fx.NopLogger)
+		if err := app.Err(); err == nil || !strings.Contains(err.Error(), "enable sigv1") {
+			t.Fatalf("assembled, or not for the missing guard: %v", err)
+		}
+	})
 }
 
 func TestAgentRoutesBehindTheGuardOnEveryChannel(t *testing.T) {
+	// A stand-in guard shows what the host tells the real one: the channel and the route's declaration.
 	guard := fx.Supply(&plugin.Guard{Module: "test", Handlers: []gin.HandlerFunc{func(c *gin.Context) {
+		route, ok := plugin.Route(c)
 		c.Header("X-Guarded-Channel", plugin.Channel(c))
+		c.Header("X-Route", fmt.Sprintf("%v %s %v", ok, route.Path, route.Write))
 		c.Next()
 	}}})
-	r := start(t, testConfig(t, "sqlite"), allModules(t), guard, routesOption("one", plugin.Agent, "/thing"))
+	r := start(t, testConfig(t, "sqlite"), discoveryOnly(t), guard,
+		agentRouteOption("one", plugin.AgentRoute{Method: "GET", Path: "/thing"}),
+		agentRouteOption("two", plugin.AgentRoute{Method: "POST", Path: "/write", Write: true}))
 	for listener, channel := range map[string]string{ListenerAgentEdge: plugin.ChannelEdge, ListenerAgentPrivate: plugin.ChannelPrivate} {
 		res := do(t, "GET", r.url(listener, "/agent-api/v1/thing"), nil)
-		if res.status != 204 || res.header.Get("X-Guarded-Channel") != channel {
-			t.Fatalf("%s: %d, channel %q", listener, res.status, res.header.Get("X-Guarded-Channel"))
+		if res.status != 204 || res.header.Get("X-Guarded-Channel") != channel || res.header.Get("X-Route") != "true /thing false" {
+			t.Fatalf("%s: %d, channel %q, route %q", listener, res.status, res.header.Get("X-Guarded-Channel"), res.header.Get("X-Route"))
+		}
+		res = do(t, "POST", r.url(listener, "/agent-api/v1/write"), nil)
+		if res.status != 204 || res.header.Get("X-Route") != "true /write true" {
+			t.Fatalf("%s: %d, route %q", listener, res.status, res.header.Get("X-Route"))
 		}
 	}
 	// The agent plane is not on the public listener.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/database"
 )
 
@@ -30,6 +31,8 @@ type Config struct {
 	ReadyTimeout     time.Duration
 	LogLevel         string
 	LogFormat        string
+	// Settings are the values of the modules' flags.
+	Settings plugin.Settings
 }
 
 // HTTPTimeouts bound every listener's connections.
@@ -55,6 +58,7 @@ func DefaultConfig() Config {
 		ReadyTimeout:    2 * time.Second,
 		LogLevel:        "info",
 		LogFormat:       "auto",
+		Settings:        DefaultSettings(),
 	}
 }
 
@@ -62,7 +66,7 @@ func DefaultConfig() Config {
 func flags() []cli.Flag {
 	d := DefaultConfig()
 	env := cli.EnvVars
-	return []cli.Flag{
+	host := []cli.Flag{
 		&cli.StringFlag{Name: "database-url", Value: d.DatabaseURL, Sources: env("SVC_DATABASE_URL"), Category: "database", Usage: `"postgres://user:pass@host:5432/db?sslmode=..." or "sqlite:" followed by a file path`},
 		&cli.DurationFlag{Name: "database-wait", Value: d.DatabaseWait, Sources: env("SVC_DATABASE_WAIT"), Category: "database", Usage: "how long start-up waits for the database to answer"},
 		&cli.IntFlag{Name: "db-max-open-conns", Value: d.DB.MaxOpenConns, Sources: env("SVC_DB_MAX_OPEN_CONNS"), Category: "database", Usage: "connection pool: open connections at most"},
@@ -87,6 +91,7 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "log-level", Value: d.LogLevel, Sources: env("SVC_LOG_LEVEL"), Category: "logging", Usage: "debug, info, warn or error"},
 		&cli.StringFlag{Name: "log-format", Value: d.LogFormat, Sources: env("SVC_LOG_FORMAT"), Category: "logging", Usage: "json, text, or auto (text on a terminal, JSON otherwise)"},
 	}
+	return append(host, moduleFlags()...)
 }
 
 // configFrom reads the flags of cmd into a Config and checks it.
@@ -119,6 +124,7 @@ func configFrom(cmd *cli.Command) (Config, error) {
 		ReadyTimeout:    cmd.Duration("ready-timeout"),
 		LogLevel:        cmd.String("log-level"),
 		LogFormat:       cmd.String("log-format"),
+		Settings:        cmd,
 	}
 	return c, c.Validate()
 }

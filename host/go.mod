@@ -9,6 +9,7 @@ require (
 	github.com/svcforum/svc/contracts v0.0.0
 	github.com/svcforum/svc/database v0.0.0
 	github.com/svcforum/svc/modules/discovery v0.0.0
+	github.com/svcforum/svc/modules/sigv1 v0.0.0
 	github.com/urfave/cli/v3 v3.14.0
 	go.uber.org/dig v1.19.0
 	go.uber.org/fx v1.24.0
@@ -18,6 +19,7 @@ require (
 
 require (
 	dario.cat/mergo v1.0.2 // indirect
+	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c // indirect
 	github.com/Microsoft/go-winio v0.6.2 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
@@ -127,3 +129,5 @@ replace github.com/svcforum/svc/contracts => ../contracts
 replace github.com/svcforum/svc/database => ../database
 
 replace github.com/svcforum/svc/modules/discovery => ../modules/discovery
+
+replace github.com/svcforum/svc/modules/sigv1 => ../modules/sigv1

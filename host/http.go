@@ -110,10 +110,7 @@ func newListeners(p listenersParams) (*Listeners, error) {
 			if r.Plane != plugin.Agent {
 				continue
 			}
-			if p.Guard == nil {
-				return nil, fmt.Errorf("module %q has agent-plane routes but no module guards the agent plane (enable sigv1)", r.Module)
-			}
-			if err := mount(group.Group("", p.Guard.Handlers...), r); err != nil {
+			if err := mountAgent(group, r, p.Guard); err != nil {
 				return nil, err
 			}
 		}
@@ -154,6 +151,30 @@ func mount(r gin.IRouter, routes plugin.Routes) (err error) {
 	}()
 	routes.Mount(r)
 	return nil
+}
+
+// mountAgent registers one module's agent routes behind the guard: each route's declaration is
+// recorded on the request (plugin.SetRoute) before the guard runs, so the guard knows which checks
+// apply.
+func mountAgent(group gin.IRouter, r plugin.Routes, guard *plugin.Guard) error {
+	if r.Mount != nil {
+		return fmt.Errorf("module %q mounts agent-plane routes directly; list them in Routes.Agent so the guard knows each one", r.Module)
+	}
+	if len(r.Agent) > 0 && guard == nil {
+		return fmt.Errorf("module %q has agent-plane routes but no module guards the agent plane (enable sigv1)", r.Module)
+	}
+	for _, route := range r.Agent {
+		if route.Write && route.Method != http.MethodPost && route.Method != http.MethodPut {
+			return fmt.Errorf("module %q: %s %s is a write, and writes are POST or PUT (they carry an Idempotency-Key)", r.Module, route.Method, route.Path)
+		}
+	}
+	return mount(group, plugin.Routes{Module: r.Module, Plane: r.Plane, Mount: func(g gin.IRouter) {
+		for _, route := range r.Agent {
+			handlers := []gin.HandlerFunc{func(c *gin.Context) { plugin.SetRoute(c, route); c.Next() }}
+			handlers = append(handlers, guard.Handlers...)
+			g.Handle(route.Method, route.Path, append(handlers, route.Handlers...)...)
+		}
+	}})
 }
 
 func (c Config) httpServer(addr string, h http.Handler, log *slog.Logger) *http.Server {

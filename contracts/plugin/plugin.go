@@ -5,6 +5,7 @@ package plugin
 
 import (
 	"context"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-gormigrate/gormigrate/v2"
@@ -53,6 +54,10 @@ type Descriptor struct {
 	Version  string   // the module's release (tag modules/<id>/vX.Y.Z)
 	Requires []string // modules that must be enabled alongside it
 	Module   func() fx.Option
+	// Flags are the module's settings, on every command beside the host's. Each is named
+	// "<id>-<setting>" with the environment variable SVC_<ID>_<SETTING>; the module reads their values
+	// through Settings.
+	Flags []cli.Flag
 	// Admin returns the module's commands under `svc admin`; their actions call invoke to run with the
 	// module's services. Nil when the module has none.
 	Admin func(invoke Invoke) []*cli.Command
@@ -63,13 +68,50 @@ type Descriptor struct {
 // it returns an error. cmd is the admin command being run; its flags configure the application.
 type Invoke func(ctx context.Context, cmd *cli.Command, fn any) error
 
-// Routes is one module's routes on one plane. Mount registers them: full paths on the public and
-// onboarding planes, paths relative to AgentPrefix on the agent plane. A path registered twice stops
+// Settings are the values of the modules' Flags as the command line and the environment set them
+// (*cli.Command satisfies it). A flag that is not set reads as its default.
+type Settings interface {
+	Int(name string) int
+	Duration(name string) time.Duration
+	Bool(name string) bool
+	String(name string) string
+}
+
+// Routes is one module's routes on one plane. On the public and onboarding planes Mount registers them
+// with full paths; on the agent plane the module lists them in Agent instead, and the host mounts each
+// one under AgentPrefix on every agent channel, behind the Guard. A path registered twice stops
 // start-up.
 type Routes struct {
 	Module string
 	Plane  Plane
 	Mount  func(r gin.IRouter)
+	Agent  []AgentRoute
+}
+
+// AgentRoute is one signed route. What it declares decides which of the guard's checks apply (WIRE.md
+// section 1): frozen writes, the writes-unavailable switch, the per-agent write limit and idempotency
+// apply to writes only; every route but an Uncounted one counts against the per-agent attempt limit.
+type AgentRoute struct {
+	Method    string
+	Path      string // relative to AgentPrefix, e.g. "/threads"
+	Write     bool   // it changes forum state: metered, idempotent, refused while writes are frozen
+	Uncounted bool   // a read whose statuses exclude 429 (wallet, usage, write-admission): never answered 429
+	Handlers  []gin.HandlerFunc
+}
+
+const routeKey = "svc.agent-route"
+
+// SetRoute records the agent route a request is for; the host sets it before the guard runs.
+func SetRoute(c *gin.Context, r AgentRoute) { c.Set(routeKey, r) }
+
+// Route returns the agent route of the request (ok false outside the agent plane).
+func Route(c *gin.Context) (r AgentRoute, ok bool) {
+	v, ok := c.Get(routeKey)
+	if !ok {
+		return AgentRoute{}, false
+	}
+	r, ok = v.(AgentRoute)
+	return r, ok
 }
 
 // Migrations are one module's schema steps, append-only and frozen, applied in order in the module's

@@ -24,6 +24,7 @@ const (
 	MethodNotAllowed Code = "method_not_allowed"
 	Internal         Code = "internal_error"
 	NotReady         Code = "not_ready"
+	Conflict         Code = "conflict"
 
 	// svc-sig-v1 (WIRE.md section 1).
 	ChannelClosed               Code = "channel_closed"
@@ -35,6 +36,7 @@ const (
 	AgentSuspended              Code = "agent_suspended"
 	KeyRevoked                  Code = "key_revoked"
 	WritesFrozen                Code = "writes_frozen"
+	WritesUnavailable           Code = "writes_unavailable"
 	NonceReplayed               Code = "nonce_replayed"
 	RateLimited                 Code = "rate_limited"
 	PublicKeyRejected           Code = "public_key_rejected"
@@ -69,6 +71,7 @@ var catalog = map[Code]Definition{
 	MethodNotAllowed: {http.StatusMethodNotAllowed, "Method not allowed"},
 	Internal:         {http.StatusInternalServerError, "Internal server error"},
 	NotReady:         {http.StatusServiceUnavailable, "Service not ready"},
+	Conflict:         {http.StatusConflict, "Conflict with the current state"},
 
 	ChannelClosed:               {http.StatusServiceUnavailable, "Channel gate is closed"},
 	MalformedSignatureHeaders:   {http.StatusBadRequest, "Malformed signature headers"},
@@ -79,6 +82,7 @@ var catalog = map[Code]Definition{
 	AgentSuspended:              {http.StatusForbidden, "Agent is suspended"},
 	KeyRevoked:                  {http.StatusForbidden, "Key is revoked"},
 	WritesFrozen:                {http.StatusForbidden, "Writes are frozen"},
+	WritesUnavailable:           {http.StatusServiceUnavailable, "Signed agent writes are temporarily unavailable"},
 	NonceReplayed:               {http.StatusConflict, "Nonce already used"},
 	RateLimited:                 {http.StatusTooManyRequests, "Rate limit exceeded"},
 	PublicKeyRejected:           {http.StatusUnprocessableEntity, "Public key rejected"},

@@ -77,8 +77,14 @@ func JSON(c *gin.Context, status int, v any) {
 	c.Render(status, jsonRender{mediaType: MediaType(c), value: v})
 }
 
-// Problem writes p as application/problem+json, stamped with the request ID. A 429 problem carrying
-// retry_after_seconds also gets the Retry-After header.
+// Raw writes body, JSON already encoded (port.Write's result, or a stored idempotent response), with
+// status in the negotiated media type.
+func Raw(c *gin.Context, status int, body []byte) {
+	c.Render(status, rawRender{mediaType: MediaType(c), body: body})
+}
+
+// Problem writes p as application/problem+json, stamped with the request ID. A problem carrying
+// retry_after_seconds (a 429, an in-flight 409, a 503) also gets the Retry-After header.
 func Problem(c *gin.Context, p *problem.Problem) {
 	cp := *p // a shared problem value is never written to
 	p = &cp
@@ -89,12 +95,19 @@ func Problem(c *gin.Context, p *problem.Problem) {
 	c.Render(p.Status, jsonRender{mediaType: problem.ContentType, value: p})
 }
 
-// Error classifies err once at the edge: a *problem.Problem is written as it is; anything else is
-// attached to the context for the access log and answered with a 500 that leaks nothing.
+// Error classifies err once at the edge: a *problem.Problem is written as it is, an error with a
+// Problem method as its problem; anything else is attached to the context for the access log and
+// answered with a 500 that leaks nothing.
 func Error(c *gin.Context, err error) {
 	var p *problem.Problem
 	if errors.As(err, &p) {
 		Problem(c, p)
+		return
+	}
+	// Errors that know their problem (schema.Error: a 422 with a pointer per reason).
+	var pe interface{ Problem() *problem.Problem }
+	if errors.As(err, &pe) {
+		Problem(c, pe.Problem())
 		return
 	}
 	_ = c.Error(err)

@@ -1,6 +1,8 @@
 package render_test
 
 import (
+	"errors"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/svcforum/svc/contracts"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/render"
+	"github.com/svcforum/svc/contracts/schema"
 )
 
 func TestNegotiate(t *testing.T) {
@@ -52,5 +55,45 @@ func TestProblemDoesNotMutate(t *testing.T) {
 	}
 	if w.Code != 404 || !strings.Contains(w.Body.String(), `"request_id":"r-1"`) || w.Header().Get("Content-Type") != problem.ContentType {
 		t.Fatalf("%d %q %s", w.Code, w.Header().Get("Content-Type"), w.Body)
+	}
+}
+
+// Error writes a problem for a *problem.Problem, for an error that knows its problem (a schema
+// refusal: 422 with its pointers) even when wrapped, and a 500 that leaks nothing for anything else.
+func TestErrorClassifies(t *testing.T) {
+	gin.SetMode(gin.ReleaseMode)
+	var refusal error
+	if err := schema.Published().Decode("conformance-request", []byte(`{"echo":1}`), &struct {
+		Echo string `json:"echo"`
+	}{}); err != nil {
+		refusal = fmt.Errorf("decode: %w", err)
+	}
+	cases := []struct {
+		err    error
+		status int
+		want   string
+	}{
+		{problem.New(problem.NotFound, "gone"), 404, `"code":"not_found"`},
+		{refusal, 422, `"pointer":"/echo"`},
+		{errors.New("secret database detail"), 500, `"code":"internal_error"`},
+	}
+	for _, tc := range cases {
+		w := httptest.NewRecorder()
+		c, _ := gin.CreateTestContext(w)
+		render.Error(c, tc.err)
+		if w.Code != tc.status || !strings.Contains(w.Body.String(), tc.want) || strings.Contains(w.Body.String(), "secret") {
+			t.Errorf("%v: %d %s", tc.err, w.Code, w.Body)
+		}
+	}
+}
+
+// Raw writes bytes as they are, in the negotiated media type.
+func TestRaw(t *testing.T) {
+	w := httptest.NewRecorder()
+	c, _ := gin.CreateTestContext(w)
+	render.SetMediaType(c, contracts.MediaType)
+	render.Raw(c, 201, []byte("{\"a\":\"<b>\"}\n"))
+	if w.Code != 201 || w.Body.String() != "{\"a\":\"<b>\"}\n" || w.Header().Get("Content-Type") != contracts.MediaType {
+		t.Fatalf("%d %q %q", w.Code, w.Header().Get("Content-Type"), w.Body)
 	}
 }

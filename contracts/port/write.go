@@ -1,0 +1,66 @@
+package port
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gorm.io/gorm"
+)
+
+// Claim is the idempotency claim the agent-plane guard holds for the write being served (WIRE.md
+// section 2). A write handler completes it inside its own transaction, through Write.
+type Claim interface {
+	// Complete stores status and body as the request's outcome on tx, the write's transaction, so that
+	// the stored response exists exactly when the write does.
+	Complete(tx *gorm.DB, status int, body []byte) error
+}
+
+type claimKey struct{}
+
+// WithClaim returns ctx carrying the request's claim; the guard calls it.
+func WithClaim(ctx context.Context, c Claim) context.Context {
+	return context.WithValue(ctx, claimKey{}, c)
+}
+
+// ClaimFrom returns the request's idempotency claim, if it holds one.
+func ClaimFrom(ctx context.Context) (Claim, bool) {
+	c, ok := ctx.Value(claimKey{}).(Claim)
+	return c, ok
+}
+
+// ErrNotSuccess is returned by Write when fn reports a status outside 2xx: only a success is stored.
+var ErrNotSuccess = errors.New("a write's outcome must be a 2xx status")
+
+// Write is the one helper every metered write runs through: it runs fn in one transaction on db; fn
+// does the write (and its charge) and returns the 2xx status and the response value. Write marshals
+// the value with Marshal and, in the same transaction, stores status and bytes as the outcome of the
+// request's idempotency claim (when the request holds one). Any error rolls all of it back; the guard
+// then releases the claim, so the key is free for a corrected retry. The caller writes body as it is
+// (render.Raw), so that a replay answers the same bytes.
+func Write(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) (status int, v any, err error)) (status int, body []byte, err error) {
+	claim, hasClaim := ClaimFrom(ctx)
+	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var v any
+		status, v, err = fn(tx)
+		if err != nil {
+			return err
+		}
+		if status < 200 || status > 299 {
+			return fmt.Errorf("%w, got %d", ErrNotSuccess, status)
+		}
+		if body, err = Marshal(v); err != nil {
+			return fmt.Errorf("marshal response: %w", err)
+		}
+		if hasClaim {
+			if err := claim.Complete(tx, status, body); err != nil {
+				return fmt.Errorf("store idempotent response: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return status, body, nil
+}

@@ -1,0 +1,259 @@
+package sigv1
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/render"
+)
+
+// MaxBody is the largest body of a signed request (spec section 8).
+const MaxBody = 65536
+
+// HeaderReplayed marks a response that is the stored answer to an earlier request with the same
+// Idempotency-Key.
+const HeaderReplayed = "Idempotent-Replayed"
+
+// Guard is the verifier in front of every agent-plane route. It runs the checks of WIRE.md section 1
+// in the table's order, each refusing with its own status and code, then hands the verified identity
+// to the route (port.PrincipalFrom) and, for a write, holds the Idempotency-Key's claim while the route
+// runs (port.Write completes it).
+type Guard struct {
+	cfg      Config
+	clock    port.Clock
+	log      *slog.Logger
+	registry *Registry
+	switches *Switches
+	nonces   *Nonces
+	limiter  *Limiter
+	claims   *Claims
+}
+
+// NewGuard returns the guard.
+func NewGuard(cfg Config, clock port.Clock, log *slog.Logger, registry *Registry, switches *Switches, nonces *Nonces, limiter *Limiter, claims *Claims) *Guard {
+	return &Guard{cfg: cfg, clock: clock, log: log, registry: registry, switches: switches, nonces: nonces, limiter: limiter, claims: claims}
+}
+
+// Plugin is the guard as the host mounts it.
+func (g *Guard) Plugin() *plugin.Guard {
+	return &plugin.Guard{Module: ID, Handlers: []gin.HandlerFunc{g.Handle}}
+}
+
+// Handle verifies one request (see Guard).
+func (g *Guard) Handle(c *gin.Context) {
+	ctx := c.Request.Context()
+	route, _ := plugin.Route(c)
+
+	// The channel gate.
+	channel := plugin.Channel(c)
+	open, err := g.switches.GateOpen(ctx, channel)
+	if err != nil {
+		g.unavailable(c, err)
+		return
+	}
+	if !open {
+		render.Abort(c, problem.Newf(problem.ChannelClosed, "The %s agent channel is closed by the operator.", channel))
+		return
+	}
+
+	// The body, read once and never past the limit.
+	body, p := readBody(c)
+	if p != nil {
+		render.Abort(c, p)
+		return
+	}
+	if ce := c.GetHeader("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		render.Abort(c, problem.New(problem.UnsupportedMediaType, "Content-Encoding is not supported: send the body unencoded, as it was signed."))
+		return
+	}
+
+	// The signature: headers, freshness, key, signature.
+	env, err := ParseHeaders(c.Request.Method, c.Request.RequestURI, c.Request.Header)
+	if err != nil {
+		g.authFailed(c, err)
+		return
+	}
+	env.BodySHA256 = BodySHA256(body)
+	now := g.clock.Now()
+	if err := env.CheckFreshness(now); err != nil {
+		g.authFailed(c, err)
+		return
+	}
+	id, found, err := g.registry.lookup(ctx, env.AgentID, env.KeyID)
+	if err != nil {
+		g.unavailable(c, err)
+		return
+	}
+	if !found {
+		g.authFailed(c, problem.Newf(problem.UnknownKey, "No key with this %s is registered to the agent of %s.", HeaderKeyID, HeaderAgentID))
+		return
+	}
+	pub, err := base64.StdEncoding.DecodeString(id.PublicKey)
+	if err != nil || !Verify(pub, env) {
+		g.authFailed(c, problem.New(problem.SignatureMismatch, "The signature does not verify over the canonical string of this request (method, raw target, headers and SHA-256 of the raw body)."))
+		return
+	}
+
+	// The nonce, recorded as soon as the signature verifies, in its own committed write: a request
+	// refused at any later step (a state, a limit, a failed write) has used it, so its bytes can never
+	// run later. A replay is answered after the states, in WIRE.md's order.
+	fresh, err := g.nonces.Record(ctx, env.AgentID, env.Nonce, now)
+	if err != nil {
+		g.unavailable(c, err)
+		return
+	}
+
+	// The states of agent and key, and whether writes may run now.
+	switch {
+	case id.AgentState != AgentActive:
+		render.Abort(c, problem.New(problem.AgentSuspended, "This agent is suspended by the operator."))
+		return
+	case id.KeyState != KeyActive:
+		render.Abort(c, problem.New(problem.KeyRevoked, "This key is revoked; sign with another active key of the agent."))
+		return
+	}
+	if route.Write {
+		block, err := g.switches.writeBlock(ctx, id.AgentID, id.OrgID)
+		if err != nil {
+			g.unavailable(c, err)
+			return
+		}
+		if block != nil {
+			render.Abort(c, block)
+			return
+		}
+	}
+
+	if !fresh {
+		render.Abort(c, problem.Newf(problem.NonceReplayed, "This %s was already used by the agent; sign every request, retries included, with a new nonce.", HeaderNonce))
+		return
+	}
+
+	// The rate limits.
+	if !route.Uncounted && !g.take(c, "attempts:"+id.AgentID, g.cfg.AttemptsPerWindow, "authenticated requests by this agent") {
+		return
+	}
+	if route.Write && !g.take(c, "writes:"+id.AgentID, g.cfg.WritesPerWindow, "writes by this agent") {
+		return
+	}
+
+	ctx = port.WithPrincipal(ctx, port.Principal{AgentID: id.AgentID, KeyID: id.KeyID, OrgID: id.OrgID, Handle: id.Handle})
+	if !route.Write {
+		c.Request = c.Request.WithContext(ctx)
+		c.Next()
+		return
+	}
+
+	// The Idempotency-Key of a write.
+	res, err := g.claims.Claim(ctx, id.AgentID, env.IdempotencyKey, Fingerprint(env.Method, env.Target, env.BodySHA256), now)
+	if err != nil {
+		g.unavailable(c, err)
+		return
+	}
+	switch res.outcome {
+	case replay:
+		c.Header(HeaderReplayed, "true")
+		render.Raw(c, res.status, res.body)
+		c.Abort()
+		return
+	case conflict:
+		render.Abort(c, problem.New(problem.IdempotencyKeyConflict, "This Idempotency-Key was used by the agent for a different request (method, target or body) in the last 24 hours; use a new key for a new request."))
+		return
+	case inFlight:
+		render.Abort(c, problem.New(problem.IdempotencyRequestInFlight, "The first request with this Idempotency-Key is still running; retry after a second.").With("retry_after_seconds", 1))
+		return
+	}
+	c.Request = c.Request.WithContext(port.WithClaim(ctx, res.claim))
+	c.Next()
+	// A write that committed stored its response on the claim; any other outcome frees the key.
+	if err := res.claim.release(context.WithoutCancel(ctx)); err != nil {
+		g.log.WarnContext(ctx, "idempotency key not released; it frees itself when its lease ends", "error", err)
+	}
+}
+
+// take counts one hit on bucket; past the limit it answers 429 and returns false.
+func (g *Guard) take(c *gin.Context, bucket string, limit int, what string) bool {
+	ok, retry, err := g.limiter.Take(c.Request.Context(), bucket, limit, g.cfg.RateWindow, g.clock.Now())
+	if err != nil {
+		g.unavailable(c, err)
+		return false
+	}
+	if !ok {
+		render.Abort(c, rateLimited(retry, "Too many %s in this window (%d per %s).", what, limit, g.cfg.RateWindow))
+		return false
+	}
+	return true
+}
+
+// authFailed answers a request that failed authentication with p, unless its client address has
+// failed too often in this window: then with 429. The address is gin's ClientIP, which believes
+// X-Forwarded-For only from the host's trusted proxies. An Uncounted route (whose statuses exclude 429)
+// counts the failure but answers p. When the count cannot be kept, p is answered anyway: the request
+// is refused either way.
+func (g *Guard) authFailed(c *gin.Context, err error) {
+	var p *problem.Problem
+	if !errors.As(err, &p) {
+		g.unavailable(c, err)
+		return
+	}
+	route, _ := plugin.Route(c)
+	ok, retry, lerr := g.limiter.Take(c.Request.Context(), "failed-auth:"+c.ClientIP(), g.cfg.FailedAuthPerWindow, g.cfg.RateWindow, g.clock.Now())
+	if lerr != nil {
+		_ = c.Error(lerr)
+	}
+	if lerr == nil && !ok && !route.Uncounted {
+		p = rateLimited(retry, "Too many requests from this address failed authentication in this window.")
+	}
+	render.Abort(c, p)
+}
+
+// unavailable answers 503 when the database cannot answer a check: the guard fails closed.
+func (g *Guard) unavailable(c *gin.Context, err error) { unavailable(c, err) }
+
+func unavailable(c *gin.Context, err error) {
+	_ = c.Error(err)
+	render.Abort(c, problem.New(problem.NotReady, "The service cannot verify requests right now (its database is unavailable); retry shortly.").With("retry_after_seconds", 1))
+}
+
+func rateLimited(retryAfter int, format string, args ...any) *problem.Problem {
+	return problem.Newf(problem.RateLimited, format, args...).With("retry_after_seconds", retryAfter)
+}
+
+// readBody reads the whole body, refusing (413) one larger than MaxBody without reading past it: at
+// once when Content-Length says so, else after MaxBody+1 bytes of a chunked body. The bytes are kept
+// for the route (gin.BodyBytesKey, and a fresh Request.Body).
+func readBody(c *gin.Context) ([]byte, *problem.Problem) {
+	tooLarge := problem.Newf(problem.BodyTooLarge, "The request body exceeds %d bytes.", MaxBody)
+	if c.Request.ContentLength > MaxBody {
+		c.Header("Connection", "close")
+		return nil, tooLarge
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, MaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		var ne net.Error
+		switch {
+		case errors.As(err, &mbe):
+			return nil, tooLarge
+		case errors.As(err, &ne) && ne.Timeout():
+			return nil, problem.New(problem.RequestTimeout, "The request body was not received in time.")
+		default:
+			return nil, problem.New(problem.BadRequest, "The request body could not be read.")
+		}
+	}
+	c.Set(gin.BodyBytesKey, body)
+	c.Request.Body = io.NopCloser(bytes.NewReader(body))
+	return body, nil
+}

@@ -1,0 +1,311 @@
+package sigv1_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/render"
+	"github.com/svcforum/svc/contracts/schema"
+	"github.com/svcforum/svc/database/dbtest"
+	"github.com/svcforum/svc/modules/sigv1"
+	"github.com/svcforum/svc/modules/sigv1/signer"
+)
+
+func TestMain(m *testing.M) {
+	dbtest.PrepareDocker()
+	dbtest.Main(m)
+}
+
+// clock is a settable port.Clock shared by the guard and the signers of a test.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Set(t time.Time)     { c.mu.Lock(); c.now = t; c.mu.Unlock() }
+func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+// node is one replica of the agent plane: sigv1's components on a database, mounted the way the host
+// mounts them (channel, route declaration, guard, handlers) on a gin engine.
+type node struct {
+	db       *gorm.DB
+	clock    *clock
+	cfg      sigv1.Config
+	registry *sigv1.Registry
+	switches *sigv1.Switches
+	nonces   *sigv1.Nonces
+	limiter  *sigv1.Limiter
+	claims   *sigv1.Claims
+	guard    *sigv1.Guard
+	engine   *gin.Engine // the edge channel
+	private  *gin.Engine // the private channel
+	writes   *testWrites
+}
+
+// world is a test's database with its first node.
+type world struct {
+	*node
+	dialect string
+}
+
+// newWorld opens a fresh database of dialect with sigv1's migrations and the test write table, and
+// starts one node on it. Options change the module's configuration.
+func newWorld(t testing.TB, dialect string, opts ...func(*sigv1.Config)) *world {
+	t.Helper()
+	db := dbtest.Open(t, dialect, sigv1.Migrations())
+	if err := db.AutoMigrate(&testWrite{}); err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{now: time.Unix(1767225600, 0).UTC()}
+	return &world{node: newNode(t, db, c, opts...), dialect: dialect}
+}
+
+// newNode starts another replica on db (sharing nothing with the others but the database and clock).
+func newNode(t testing.TB, db *gorm.DB, c *clock, opts ...func(*sigv1.Config)) *node {
+	t.Helper()
+	cfg := sigv1.DefaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	n := &node{db: db, clock: c, cfg: cfg}
+	n.registry = sigv1.NewRegistry(db, c)
+	n.switches = sigv1.NewSwitches(db, c)
+	n.nonces = sigv1.NewNonces(db)
+	n.limiter = sigv1.NewLimiter(db)
+	n.claims = sigv1.NewClaims(db, cfg.IdempotencyLease)
+	n.guard = sigv1.NewGuard(cfg, c, log, n.registry, n.switches, n.nonces, n.limiter, n.claims)
+	n.writes = &testWrites{db: db, gates: map[string]chan struct{}{}}
+	endpoints := sigv1.NewEndpoints(cfg, c, schema.Published(), n.switches, n.limiter)
+	routes := append(endpoints.Routes().Agent, n.writes.routes()...)
+	n.engine = mountAgent(t, plugin.ChannelEdge, n.guard, routes)
+	n.private = mountAgent(t, plugin.ChannelPrivate, n.guard, routes)
+	return n
+}
+
+// mountAgent mounts routes behind the guard as host/http.go does.
+func mountAgent(t testing.TB, channel string, g *sigv1.Guard, routes []plugin.AgentRoute) *gin.Engine {
+	t.Helper()
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	e.RedirectTrailingSlash, e.RedirectFixedPath = false, false
+	e.ContextWithFallback = true
+	if err := e.SetTrustedProxies(nil); err != nil {
+		t.Fatal(err)
+	}
+	e.Use(func(c *gin.Context) { render.SetRequestID(c, "test-request"); c.Next() })
+	group := e.Group(plugin.AgentPrefix, func(c *gin.Context) { plugin.SetChannel(c, channel); c.Next() })
+	for _, r := range routes {
+		hs := append([]gin.HandlerFunc{func(c *gin.Context) { plugin.SetRoute(c, r); c.Next() }}, g.Plugin().Handlers...)
+		group.Handle(r.Method, r.Path, append(hs, r.Handlers...)...)
+	}
+	return e
+}
+
+// agent is a registered agent with one key, and a signer on the test clock.
+type agent struct {
+	OrgID, AgentID, KeyID, Handle string
+	Key                           ed25519.PrivateKey
+	Signer                        *signer.Signer
+}
+
+// newAgent registers an organisation, an agent and a key derived from label.
+func (w *world) newAgent(t testing.TB, label string) agent {
+	t.Helper()
+	ctx := context.Background()
+	o, err := w.registry.CreateOrg(ctx, "org of "+label)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w.agentIn(t, o.ID, label)
+}
+
+// agentIn registers an agent of org with a key derived from label.
+func (w *world) agentIn(t testing.TB, orgID, label string) agent {
+	t.Helper()
+	ctx := context.Background()
+	a, err := w.registry.CreateAgent(ctx, orgID, label)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := sha256.Sum256([]byte("svc sigv1 test key " + label))
+	key := ed25519.NewKeyFromSeed(seed[:])
+	k, err := w.registry.AddKey(ctx, a.ID, base64.StdEncoding.EncodeToString(key.Public().(ed25519.PublicKey)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return agent{OrgID: orgID, AgentID: a.ID, KeyID: k.ID, Handle: label, Key: key,
+		Signer: signer.New(a.ID, k.ID, key, signer.WithClock(w.clock.Now))}
+}
+
+// result is a response as the tests read it.
+type result struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	Code   string // the problem's code, if the body is a problem
+}
+
+func (r result) json(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("body %q: %v", r.Body, err)
+	}
+	return m
+}
+
+// request builds a request to path (relative to the agent prefix) with body; idem sets the
+// Idempotency-Key (POST and PUT need one).
+func request(method, path string, body []byte, idem string) *http.Request {
+	req := httptest.NewRequest(method, plugin.AgentPrefix+path, bytes.NewReader(body))
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if idem != "" {
+		req.Header.Set(sigv1.HeaderIdempotencyKey, idem)
+	}
+	return req
+}
+
+// signed builds and signs a request as a.
+func signed(t testing.TB, a agent, method, path string, body []byte, idem string) *http.Request {
+	t.Helper()
+	req := request(method, path, body, idem)
+	if err := a.Signer.Sign(req); err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// serve runs req through the node's edge engine in-process. RequestURI is what the server reads the
+// target from; httptest.NewRequest sets it from the URL as written.
+func (n *node) serve(req *http.Request) result { return serveOn(n.engine, req) }
+
+func serveOn(e *gin.Engine, req *http.Request) result {
+	rec := httptest.NewRecorder()
+	e.ServeHTTP(rec, req)
+	r := result{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+	if rec.Header().Get("Content-Type") == "application/problem+json" {
+		var p struct{ Code string }
+		_ = json.Unmarshal(r.Body, &p)
+		r.Code = p.Code
+	}
+	return r
+}
+
+// send signs and serves one request as a.
+func (n *node) send(t testing.TB, a agent, method, path string, body []byte, idem string) result {
+	t.Helper()
+	return n.serve(signed(t, a, method, path, body, idem))
+}
+
+// expect fails unless r has status and problem code ("" for a success).
+func expect(t testing.TB, r result, status int, code string) {
+	t.Helper()
+	if r.Status != status || r.Code != code {
+		t.Fatalf("got %d %q, want %d %q; body %s", r.Status, r.Code, status, code, r.Body)
+	}
+}
+
+// testWrite is a row the test write route creates.
+type testWrite struct {
+	ID      uint `gorm:"primaryKey"`
+	AgentID string
+	Note    string
+}
+
+func (testWrite) TableName() string { return "sigv1test_writes" }
+
+// testWrites is a write route like the forum's: POST /test/writes {"note": "..."} inserts a row
+// through port.Write and answers 201 with it. X-Test-Fail makes the write fail after its insert;
+// X-Test-Wait names a gate the handler waits on inside its transaction (release with open).
+type testWrites struct {
+	db    *gorm.DB
+	mu    sync.Mutex
+	gates map[string]chan struct{}
+}
+
+const writePath = "/test/writes"
+
+func (tw *testWrites) routes() []plugin.AgentRoute {
+	return []plugin.AgentRoute{{Method: http.MethodPost, Path: writePath, Write: true, Handlers: []gin.HandlerFunc{tw.handle}}}
+}
+
+func (tw *testWrites) gate(name string) chan struct{} {
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	if tw.gates[name] == nil {
+		tw.gates[name] = make(chan struct{})
+	}
+	return tw.gates[name]
+}
+
+func (tw *testWrites) open(name string) { close(tw.gate(name)) }
+
+func (tw *testWrites) handle(c *gin.Context) {
+	var in struct {
+		Note string `json:"note"`
+	}
+	raw, _ := io.ReadAll(c.Request.Body)
+	if err := json.Unmarshal(raw, &in); err != nil {
+		c.AbortWithStatus(http.StatusUnprocessableEntity)
+		return
+	}
+	p, _ := port.PrincipalFrom(c.Request.Context())
+	status, body, err := port.Write(c.Request.Context(), tw.db, func(tx *gorm.DB) (int, any, error) {
+		row := testWrite{AgentID: p.AgentID, Note: in.Note}
+		if err := tx.Create(&row).Error; err != nil {
+			return 0, nil, err
+		}
+		if name := c.GetHeader("X-Test-Wait"); name != "" {
+			<-tw.gate(name)
+		}
+		if c.GetHeader("X-Test-Fail") != "" {
+			return 0, nil, io.ErrUnexpectedEOF
+		}
+		return http.StatusCreated, map[string]any{"id": row.ID, "note": row.Note}, nil
+	})
+	if err != nil {
+		render.Error(c, err)
+		return
+	}
+	render.Raw(c, status, body)
+}
+
+// count returns the rows of the test write table.
+func (tw *testWrites) count(t testing.TB) int64 {
+	t.Helper()
+	var n int64
+	if err := tw.db.Model(&testWrite{}).Count(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

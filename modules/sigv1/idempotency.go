@@ -1,0 +1,153 @@
+package sigv1
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/problem"
+)
+
+// ResponseTTL is how long a write's stored response is replayed for its Idempotency-Key (WIRE.md
+// section 2).
+const ResponseTTL = 24 * time.Hour
+
+// Claims keep the Idempotency-Keys of writes (WIRE.md section 2), scoped per agent. A write first
+// claims its key in its own committed statement, so that concurrent requests with the key see the
+// claim; the write's transaction then stores its response on the claim (port.Write), and the guard
+// releases a claim whose write did not commit. A claim's lease frees the key of a crashed process.
+type Claims struct {
+	db    *gorm.DB
+	lease time.Duration
+}
+
+// NewClaims returns the claims on db; a running claim is abandoned after lease.
+func NewClaims(db *gorm.DB, lease time.Duration) *Claims {
+	return &Claims{db: db, lease: lease}
+}
+
+// Fingerprint identifies a request for its Idempotency-Key: method, target and body SHA-256.
+func Fingerprint(method, target, bodySHA256 string) string {
+	sum := sha256.Sum256([]byte(method + "\n" + target + "\n" + bodySHA256))
+	return hex.EncodeToString(sum[:])
+}
+
+// The outcomes of claiming a key.
+type claimOutcome int
+
+const (
+	claimed  claimOutcome = iota // the request holds the key and runs
+	replay                       // a stored response is returned again
+	conflict                     // the key belongs to a different request
+	inFlight                     // the key's first request is still running
+)
+
+type claimResult struct {
+	outcome claimOutcome
+	claim   *claim // when claimed
+	status  int    // when replay
+	body    []byte // when replay
+}
+
+// Claim claims key for agentID's request with fingerprint at now: a new key, a running claim whose
+// lease has run out, or a stored response older than ResponseTTL is taken; otherwise the existing
+// claim decides (replay, conflict, in flight).
+func (cs *Claims) Claim(ctx context.Context, agentID, key, fingerprint string, now time.Time) (claimResult, error) {
+	nowMS := now.UnixMilli()
+	token := uuid.NewString()
+	db := cs.db.WithContext(ctx)
+	// The row can vanish between a refused claim and its read (its request failed and released it):
+	// then claim again.
+	for range 3 {
+		res := db.Exec(`INSERT INTO sigv1_idempotency (agent_id, idem_key, fingerprint, token, state, lease_ms, created_ms, status, body)
+VALUES (?, ?, ?, ?, ?, ?, ?, 0, NULL)
+ON CONFLICT (agent_id, idem_key) DO UPDATE SET fingerprint = excluded.fingerprint, token = excluded.token,
+  state = excluded.state, lease_ms = excluded.lease_ms, created_ms = excluded.created_ms, status = 0, body = NULL
+WHERE (sigv1_idempotency.state = ? AND sigv1_idempotency.lease_ms <= ?)
+   OR (sigv1_idempotency.state = ? AND sigv1_idempotency.created_ms <= ?)`,
+			agentID, key, fingerprint, token, claimRunning, nowMS+cs.lease.Milliseconds(), nowMS,
+			claimRunning, nowMS, claimDone, nowMS-ResponseTTL.Milliseconds())
+		if res.Error != nil {
+			return claimResult{}, fmt.Errorf("claim idempotency key: %w", res.Error)
+		}
+		if res.RowsAffected == 1 {
+			return claimResult{outcome: claimed, claim: &claim{db: cs.db, agentID: agentID, key: key, token: token}}, nil
+		}
+		var rows []idempotency
+		if err := db.Where("agent_id = ? AND idem_key = ?", agentID, key).Limit(1).Find(&rows).Error; err != nil {
+			return claimResult{}, fmt.Errorf("read idempotency key: %w", err)
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		row := rows[0]
+		switch {
+		case row.Fingerprint != fingerprint:
+			return claimResult{outcome: conflict}, nil
+		case row.State == claimDone:
+			return claimResult{outcome: replay, status: row.Status, body: row.Body}, nil
+		default:
+			return claimResult{outcome: inFlight}, nil
+		}
+	}
+	return claimResult{}, errors.New("claim idempotency key: the key changed hands three times; retry")
+}
+
+// Prune deletes stored responses older than ResponseTTL and claims abandoned longer than that.
+func (cs *Claims) Prune(ctx context.Context, now time.Time) (int64, error) {
+	cut := now.Add(-ResponseTTL).UnixMilli()
+	res := cs.db.WithContext(ctx).Where("created_ms <= ? AND (state = ? OR lease_ms <= ?)", cut, claimDone, cut).Delete(&idempotency{})
+	if res.Error != nil {
+		return 0, fmt.Errorf("prune idempotency keys: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}
+
+// claim is a key held by one request (its token).
+type claim struct {
+	db      *gorm.DB
+	agentID string
+	key     string
+	token   string
+}
+
+// errClaimLost means the claim was taken over (its lease ran out) before the write committed: the
+// write must roll back, since another request now runs under the key. It is the problem the client
+// gets: the request that took the key over is the one in flight.
+var errClaimLost = problem.New(problem.IdempotencyRequestInFlight,
+	"This request outlived its hold on the Idempotency-Key, and a retry with the key now runs; nothing of this request was kept. Retry after a second to get that retry's response.").
+	With("retry_after_seconds", 1)
+
+// Complete stores the response on the claim inside tx, the write's transaction.
+func (c *claim) Complete(tx *gorm.DB, status int, body []byte) error {
+	res := tx.Model(&idempotency{}).
+		Where("agent_id = ? AND idem_key = ? AND token = ? AND state = ?", c.agentID, c.key, c.token, claimRunning).
+		Updates(map[string]any{"state": claimDone, "status": status, "body": body})
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected != 1 {
+		return errClaimLost
+	}
+	return nil
+}
+
+// release frees the key unless the write stored its response (committed); it is safe to call always.
+func (c *claim) release(ctx context.Context) error {
+	err := c.db.WithContext(ctx).
+		Where("agent_id = ? AND idem_key = ? AND token = ? AND state = ?", c.agentID, c.key, c.token, claimRunning).
+		Delete(&idempotency{}).Error
+	if err != nil {
+		return fmt.Errorf("release idempotency key: %w", err)
+	}
+	return nil
+}
+
+var _ port.Claim = (*claim)(nil)

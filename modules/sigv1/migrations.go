@@ -1,0 +1,81 @@
+package sigv1
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/go-gormigrate/gormigrate/v2"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/plugin"
+)
+
+// Migrations are the module's schema steps: append-only and frozen. Each step creates tables from its
+// own copies of the structs, so a later change to models.go never changes an applied step.
+func Migrations() plugin.Migrations {
+	return plugin.Migrations{Module: ID, Steps: []*gormigrate.Migration{
+		{ID: "sigv1_0001_identity_and_guard", Migrate: migrate0001},
+	}}
+}
+
+func migrate0001(tx *gorm.DB) error {
+	type org struct {
+		ID        string `gorm:"primaryKey;size:36"`
+		Name      string `gorm:"size:200;not null"`
+		CreatedAt time.Time
+	}
+	type agent struct {
+		ID        string `gorm:"primaryKey;size:36"`
+		OrgID     string `gorm:"size:36;not null;index:idx_sigv1_agents_org_id"`
+		Handle    string `gorm:"size:32;not null;uniqueIndex:idx_sigv1_agents_handle"`
+		State     string `gorm:"size:16;not null"`
+		CreatedAt time.Time
+		UpdatedAt time.Time
+	}
+	type key struct {
+		ID        string `gorm:"primaryKey;size:64"`
+		AgentID   string `gorm:"size:36;not null;index:idx_sigv1_keys_agent_id"`
+		PublicKey string `gorm:"size:44;not null;uniqueIndex:idx_sigv1_keys_public_key"`
+		State     string `gorm:"size:16;not null"`
+		CreatedAt time.Time
+		RevokedAt *time.Time
+	}
+	type nonce struct {
+		AgentID string `gorm:"primaryKey;size:36"`
+		Nonce   string `gorm:"primaryKey;size:128"`
+		SeenMS  int64  `gorm:"not null;index:idx_sigv1_nonces_seen_ms"`
+	}
+	type idempotency struct {
+		AgentID     string `gorm:"primaryKey;size:36"`
+		Key         string `gorm:"primaryKey;size:255;column:idem_key"`
+		Fingerprint string `gorm:"size:64;not null"`
+		Token       string `gorm:"size:36;not null"`
+		State       string `gorm:"size:16;not null"`
+		LeaseMS     int64  `gorm:"not null"`
+		CreatedMS   int64  `gorm:"not null;index:idx_sigv1_idempotency_created_ms"`
+		Status      int    `gorm:"not null"`
+		Body        []byte
+	}
+	type rateWindow struct {
+		Bucket   string `gorm:"primaryKey;size:200"`
+		WindowMS int64  `gorm:"not null;index:idx_sigv1_rate_windows_window_ms"`
+		Hits     int64  `gorm:"not null"`
+	}
+	type switchRow struct {
+		Name  string `gorm:"primaryKey;size:100"`
+		SetAt time.Time
+	}
+	for _, t := range []struct {
+		name  string
+		model any
+	}{
+		{"sigv1_orgs", &org{}}, {"sigv1_agents", &agent{}}, {"sigv1_keys", &key{}},
+		{"sigv1_nonces", &nonce{}}, {"sigv1_idempotency", &idempotency{}},
+		{"sigv1_rate_windows", &rateWindow{}}, {"sigv1_switches", &switchRow{}},
+	} {
+		if err := tx.Table(t.name).Migrator().CreateTable(t.model); err != nil {
+			return fmt.Errorf("create %s: %w", t.name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,47 @@
+package sigv1
+
+import (
+	"go.uber.org/fx"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/schema"
+)
+
+// Descriptor is the module as the host's catalog knows it.
+func Descriptor() plugin.Descriptor {
+	return plugin.Descriptor{ID: ID, Version: Version, Module: Module, Flags: Flags(), Admin: Admin}
+}
+
+// Module wires sigv1 into a host: the identity registry, the switches, the guard of the agent plane
+// (with its pruner, started and stopped with the application), its two endpoints, its migrations and
+// its publications.
+func Module() fx.Option {
+	return fx.Module(ID,
+		// The registry and the switches are public: the admin commands run with them.
+		fx.Provide(NewConfig, NewRegistry, NewSwitches),
+		fx.Provide(
+			NewNonces,
+			NewLimiter,
+			func(db *gorm.DB, cfg Config) *Claims { return NewClaims(db, cfg.IdempotencyLease) },
+			NewGuard,
+			NewPruner,
+			func() *schema.Set { return schema.Published() },
+			NewEndpoints,
+			fx.Private,
+		),
+		fx.Provide(
+			guardOf,
+			plugin.AsRoutes((*Endpoints).Routes),
+			plugin.AsMigrations(Migrations),
+			plugin.AsPublications(Publications),
+		),
+	)
+}
+
+// guardOf hands the guard to the host and ties its pruner to the application's lifecycle: the pruner
+// runs only where the agent plane is served.
+func guardOf(lc fx.Lifecycle, g *Guard, p *Pruner) *plugin.Guard {
+	lc.Append(fx.StartStopHook(p.Start, p.Stop))
+	return g.Plugin()
+}

@@ -1,0 +1,72 @@
+package sigv1
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Limiter counts hits per bucket in fixed windows, in the database, so that every replica on the same
+// database shares one count. A window starts at a multiple of its length since the Unix epoch; one
+// upsert both counts a hit and reads the count, so concurrent hits never lose an increment.
+type Limiter struct {
+	db *gorm.DB
+}
+
+// NewLimiter returns the limiter on db.
+func NewLimiter(db *gorm.DB) *Limiter { return &Limiter{db: db} }
+
+// Take counts one hit on bucket at now and reports whether it is within limit hits per window; when it
+// is not, retryAfter is the whole seconds (at least 1) until the window ends.
+func (l *Limiter) Take(ctx context.Context, bucket string, limit int, window time.Duration, now time.Time) (ok bool, retryAfter int, err error) {
+	start := windowStart(now, window)
+	var row rateWindow
+	// A replica whose clock lags may compute an earlier window: the later window wins, never a reset.
+	err = l.db.WithContext(ctx).Raw(`INSERT INTO sigv1_rate_windows (bucket, window_ms, hits) VALUES (?, ?, 1)
+ON CONFLICT (bucket) DO UPDATE SET
+  hits = CASE WHEN sigv1_rate_windows.window_ms >= excluded.window_ms THEN sigv1_rate_windows.hits + 1 ELSE 1 END,
+  window_ms = CASE WHEN sigv1_rate_windows.window_ms >= excluded.window_ms THEN sigv1_rate_windows.window_ms ELSE excluded.window_ms END
+RETURNING bucket, window_ms, hits`, bucket, start).Scan(&row).Error
+	if err != nil {
+		return false, 0, fmt.Errorf("count rate limit: %w", err)
+	}
+	if row.Hits <= int64(limit) {
+		return true, 0, nil
+	}
+	return false, retryAfterSeconds(row.WindowMS+window.Milliseconds(), now), nil
+}
+
+// Peek reports, without counting, whether one more hit on bucket at now would be within limit.
+func (l *Limiter) Peek(ctx context.Context, bucket string, limit int, window time.Duration, now time.Time) (ok bool, retryAfter int, err error) {
+	var rows []rateWindow
+	if err := l.db.WithContext(ctx).Where("bucket = ?", bucket).Limit(1).Find(&rows).Error; err != nil {
+		return false, 0, fmt.Errorf("read rate limit: %w", err)
+	}
+	if len(rows) == 0 || rows[0].WindowMS < windowStart(now, window) || rows[0].Hits < int64(limit) {
+		return true, 0, nil
+	}
+	return false, retryAfterSeconds(rows[0].WindowMS+window.Milliseconds(), now), nil
+}
+
+// Prune deletes the windows that ended before now - window and returns how many.
+func (l *Limiter) Prune(ctx context.Context, window time.Duration, now time.Time) (int64, error) {
+	res := l.db.WithContext(ctx).Where("window_ms < ?", windowStart(now, window)-window.Milliseconds()).Delete(&rateWindow{})
+	if res.Error != nil {
+		return 0, fmt.Errorf("prune rate windows: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}
+
+func windowStart(now time.Time, window time.Duration) int64 {
+	ms, w := now.UnixMilli(), window.Milliseconds()
+	return ms - ms%w
+}
+
+// retryAfterSeconds is the whole seconds from now until endMS, rounded up, at least 1.
+func retryAfterSeconds(endMS int64, now time.Time) int {
+	left := endMS - now.UnixMilli()
+	s := int((left + 999) / 1000)
+	return max(s, 1)
+}
