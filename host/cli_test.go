@@ -188,6 +188,7 @@ func TestStartUpRefusesConflicts(t *testing.T) {
 		"taken by a module":             {routesOption("one", plugin.Public, "/.well-known/svc")},
 		"agent routes mounted directly": {routesOption("one", plugin.Agent, "/thing")},
 		"a write that is a GET":         {agentRouteOption("one", plugin.AgentRoute{Method: "GET", Path: "/thing", Write: true})},
+		"an uncounted write":            {agentRouteOption("one", plugin.AgentRoute{Method: "POST", Path: "/thing", Write: true, Uncounted: true})},
 		"an agent route taken twice": {
 			agentRouteOption("one", plugin.AgentRoute{Method: "POST", Path: "/conformance"}),
 		},

@@ -167,6 +167,9 @@ func mountAgent(group gin.IRouter, r plugin.Routes, guard *plugin.Guard) error {
 		if route.Write && route.Method != http.MethodPost && route.Method != http.MethodPut {
 			return fmt.Errorf("module %q: %s %s is a write, and writes are POST or PUT (they carry an Idempotency-Key)", r.Module, route.Method, route.Path)
 		}
+		if route.Write && route.Uncounted {
+			return fmt.Errorf("module %q: %s %s is a write, and every write counts against the rate limits", r.Module, route.Method, route.Path)
+		}
 	}
 	return mount(group, plugin.Routes{Module: r.Module, Plane: r.Plane, Mount: func(g gin.IRouter) {
 		for _, route := range r.Agent {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -88,6 +89,7 @@ func (g *Guard) Handle(c *gin.Context) {
 	env.BodySHA256 = BodySHA256(body)
 	now := g.clock.Now()
 	if err := env.CheckFreshness(now); err != nil {
+		g.burnFutureNonce(ctx, env, now)
 		g.authFailed(c, err)
 		return
 	}
@@ -175,11 +177,50 @@ func (g *Guard) Handle(c *gin.Context) {
 		render.Abort(c, problem.New(problem.IdempotencyRequestInFlight, "The first request with this Idempotency-Key is still running; retry after a second.").With("retry_after_seconds", 1))
 		return
 	}
+	// A write that committed stored its response on the claim; any other outcome, a panic included,
+	// frees the key for a corrected retry.
+	defer func() {
+		released, err := res.claim.release(context.WithoutCancel(ctx))
+		switch {
+		case err != nil:
+			g.log.WarnContext(ctx, "idempotency key not released; it frees itself when its lease ends", "error", err)
+		case released && c.Writer.Status() >= 200 && c.Writer.Status() < 300:
+			// The route answered a success without storing it (it did not run through port.Write):
+			// a retry would run it again.
+			g.log.ErrorContext(ctx, "a write answered 2xx without storing its response with port.Write", "route", c.FullPath())
+		}
+	}()
 	c.Request = c.Request.WithContext(port.WithClaim(ctx, res.claim))
 	c.Next()
-	// A write that committed stored its response on the claim; any other outcome frees the key.
-	if err := res.claim.release(context.WithoutCancel(ctx)); err != nil {
-		g.log.WarnContext(ctx, "idempotency key not released; it frees itself when its lease ends", "error", err)
+}
+
+// futureNonceMemory bounds how far ahead a nonce of a request from the future is remembered.
+const futureNonceMemory = 24 * time.Hour
+
+// burnFutureNonce records the nonce of a correctly signed request refused because its timestamp is
+// ahead of the server's clock, from that timestamp on (at most futureNonceMemory ahead): otherwise the
+// same bytes would become fresh, and run, once the clock caught up. A request stale in the past can
+// never become fresh, and an incorrectly signed one proves nothing, so neither is recorded. Failures
+// here are ignored: the request is refused either way.
+func (g *Guard) burnFutureNonce(ctx context.Context, env Envelope, now time.Time) {
+	ts, ok := env.Unix()
+	if !ok || ts <= now.Unix() {
+		return
+	}
+	id, found, err := g.registry.lookup(ctx, env.AgentID, env.KeyID)
+	if err != nil || !found {
+		return
+	}
+	pub, err := base64.StdEncoding.DecodeString(id.PublicKey)
+	if err != nil || !Verify(pub, env) {
+		return
+	}
+	at := time.Unix(ts, 0)
+	if limit := now.Add(futureNonceMemory); at.After(limit) {
+		at = limit
+	}
+	if _, err := g.nonces.Record(ctx, env.AgentID, env.Nonce, at); err != nil {
+		g.log.WarnContext(ctx, "nonce of a request from the future not recorded", "error", err)
 	}
 }
 

@@ -110,16 +110,19 @@ func (e *Endpoints) writeAdmission(c *gin.Context) {
 	} else {
 		now := e.clock.Now()
 		for _, l := range []struct {
-			bucket string
-			limit  int
-		}{{"attempts:" + pr.AgentID, e.cfg.AttemptsPerWindow}, {"writes:" + pr.AgentID, e.cfg.WritesPerWindow}} {
+			bucket, what string
+			limit        int
+		}{
+			{"attempts:" + pr.AgentID, "signed requests", e.cfg.AttemptsPerWindow},
+			{"writes:" + pr.AgentID, "writes", e.cfg.WritesPerWindow},
+		} {
 			ok, retry, err := e.limiter.Peek(ctx, l.bucket, l.limit, e.cfg.RateWindow, now)
 			if err != nil {
 				unavailable(c, err)
 				return
 			}
 			if !ok {
-				resp.BlockedBy = blocker(rateLimited(retry, "The agent's rate limit for writes is used up in this window."))
+				resp.BlockedBy = blocker(rateLimited(retry, "The agent's limit of %s is used up in this window (%d per %s).", l.what, l.limit, e.cfg.RateWindow))
 				break
 			}
 		}

@@ -119,6 +119,8 @@ func mountAgent(t testing.TB, channel string, g *sigv1.Guard, routes []plugin.Ag
 		t.Fatal(err)
 	}
 	e.Use(func(c *gin.Context) { render.SetRequestID(c, "test-request"); c.Next() })
+	// The host's recovery answers a panic with a 500 problem; gin's does the same here.
+	e.Use(gin.CustomRecovery(func(c *gin.Context, _ any) { c.AbortWithStatus(http.StatusInternalServerError) }))
 	group := e.Group(plugin.AgentPrefix, func(c *gin.Context) { plugin.SetChannel(c, channel); c.Next() })
 	for _, r := range routes {
 		hs := append([]gin.HandlerFunc{func(c *gin.Context) { plugin.SetRoute(c, r); c.Next() }}, g.Plugin().Handlers...)
@@ -243,7 +245,8 @@ type testWrite struct {
 func (testWrite) TableName() string { return "sigv1test_writes" }
 
 // testWrites is a write route like the forum's: POST /test/writes {"note": "..."} inserts a row
-// through port.Write and answers 201 with it. X-Test-Fail makes the write fail after its insert;
+// through port.Write and answers 201 with it. X-Test-Fail makes the write fail after its insert,
+// X-Test-Panic makes it panic there;
 // X-Test-Wait names a gate the handler waits on inside its transaction (release with open).
 type testWrites struct {
 	db    *gorm.DB
@@ -285,6 +288,9 @@ func (tw *testWrites) handle(c *gin.Context) {
 		}
 		if name := c.GetHeader("X-Test-Wait"); name != "" {
 			<-tw.gate(name)
+		}
+		if c.GetHeader("X-Test-Panic") != "" {
+			panic("test write panics inside its transaction")
 		}
 		if c.GetHeader("X-Test-Fail") != "" {
 			return 0, nil, io.ErrUnexpectedEOF

@@ -139,15 +139,16 @@ func (c *claim) Complete(tx *gorm.DB, status int, body []byte) error {
 	return nil
 }
 
-// release frees the key unless the write stored its response (committed); it is safe to call always.
-func (c *claim) release(ctx context.Context) error {
-	err := c.db.WithContext(ctx).
+// release frees the key unless the write stored its response (committed), and reports whether it did;
+// it is safe to call always.
+func (c *claim) release(ctx context.Context) (released bool, err error) {
+	res := c.db.WithContext(ctx).
 		Where("agent_id = ? AND idem_key = ? AND token = ? AND state = ?", c.agentID, c.key, c.token, claimRunning).
-		Delete(&idempotency{}).Error
-	if err != nil {
-		return fmt.Errorf("release idempotency key: %w", err)
+		Delete(&idempotency{})
+	if res.Error != nil {
+		return false, fmt.Errorf("release idempotency key: %w", res.Error)
 	}
-	return nil
+	return res.RowsAffected > 0, nil
 }
 
 var _ port.Claim = (*claim)(nil)

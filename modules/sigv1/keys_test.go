@@ -38,8 +38,9 @@ func readJSON(t *testing.T, path string, v any) {
 }
 
 type wycheproof struct {
-	Algorithm  string `json:"algorithm"`
-	TestGroups []struct {
+	Algorithm     string `json:"algorithm"`
+	NumberOfTests int    `json:"numberOfTests"`
+	TestGroups    []struct {
 		PublicKey struct {
 			PK string `json:"pk"`
 		} `json:"publicKey"`
@@ -83,8 +84,8 @@ func TestWycheproof(t *testing.T) {
 			}
 		}
 	}
-	if valid == 0 || invalid == 0 {
-		t.Fatalf("no cases: %d valid, %d invalid", valid, invalid)
+	if valid == 0 || invalid == 0 || valid+invalid != w.NumberOfTests {
+		t.Fatalf("%d valid and %d invalid cases run; the file declares %d", valid, invalid, w.NumberOfTests)
 	}
 	t.Logf("Wycheproof: %d keys, %d cases: %d valid, %d invalid, all as expected", keys, valid+invalid, valid, invalid)
 }

@@ -17,11 +17,12 @@ type Nonces struct {
 // NewNonces returns the nonce memory on db.
 func NewNonces(db *gorm.DB) *Nonces { return &Nonces{db: db} }
 
-// Record records the nonce of agentID at now in its own committed statement and reports whether it was
-// fresh. A nonce seen within NonceWindow is a replay; one last seen longer ago may be used again. Two
-// concurrent records of one nonce cannot both succeed: the primary key serialises them.
-func (n *Nonces) Record(ctx context.Context, agentID, nonce string, now time.Time) (fresh bool, err error) {
-	nowMS := now.UnixMilli()
+// Record records the nonce of agentID as seen at at (the server's clock, or later for a request from
+// the future) in its own committed statement and reports whether it was fresh. A nonce seen within
+// NonceWindow is a replay; one last seen longer ago may be used again. Two concurrent records of one
+// nonce cannot both succeed: the primary key serialises them.
+func (n *Nonces) Record(ctx context.Context, agentID, nonce string, at time.Time) (fresh bool, err error) {
+	nowMS := at.UnixMilli()
 	res := n.db.WithContext(ctx).Exec(`INSERT INTO sigv1_nonces (agent_id, nonce, seen_ms) VALUES (?, ?, ?)
 ON CONFLICT (agent_id, nonce) DO UPDATE SET seen_ms = excluded.seen_ms
 WHERE sigv1_nonces.seen_ms <= ?`, agentID, nonce, nowMS, nowMS-NonceWindow.Milliseconds())

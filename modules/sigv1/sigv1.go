@@ -1,15 +1,20 @@
-// Package sigv1 is the server side of svc-sig-v1 request signing (WIRE.md section 1): it parses the
-// signature headers into an Envelope, rebuilds the canonical string, checks the timestamp's freshness,
-// checks public keys at registration and verifies Ed25519 signatures. It is pure: no database and no
-// HTTP server; the host's middleware calls it in the order of WIRE.md's verification table:
+// Package sigv1 is the signed agent plane (WIRE.md sections 1 and 2): who signed a request, and
+// whether it may run. It keeps the identities (organisations, agents, keys: Registry) and the
+// operator's switches (gates, frozen writes, the writes pause: Switches), and provides the Guard that
+// the host puts in front of every /agent-api/v1 route. The guard runs WIRE.md's checks in order:
 //
-//	env, err := sigv1.ParseHeaders(r.Method, r.RequestURI, r.Header) // 400
-//	env.BodySHA256 = sigv1.BodySHA256(body)
-//	err = env.CheckFreshness(now)                                   // 401 stale_timestamp
-//	pub := lookup(env.AgentID, env.KeyID)                           // 401 unknown_key
-//	if !sigv1.Verify(pub, env) { ... }                              // 401 signature_mismatch
+//	gate (503) -> body limit (413) -> ParseHeaders (400) -> CheckFreshness (401) -> key (401)
+//	-> Verify (401) -> nonce recorded (Nonces) -> states and freezes (403, 503) -> replay (409)
+//	-> rate limits (Limiter, 429) -> the Idempotency-Key of a write (Claims, 409 or a replay)
 //
-// The client side is package signer; both build the canonical string with package envelope.
+// then hands the verified identity to the route (port.PrincipalFrom) and, for a write, the claim that
+// port.Write completes in the write's own transaction. Nonces, claims and rate windows are rows in the
+// database, so every replica on one database shares them; a Pruner deletes what has expired.
+//
+// The envelope functions (ParseHeaders, Canonical, CheckFreshness, Verify, ParsePublicKey) are pure.
+// The client side is package signer; both build the canonical string with package envelope. The module
+// serves POST /agent-api/v1/conformance and POST /agent-api/v1/write-admission (Endpoints), and adds
+// the operator's commands org, agent, key, gate and writes (Admin).
 package sigv1
 
 import "time"
