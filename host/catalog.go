@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/modules/billing"
 	"github.com/svcforum/svc/modules/discovery"
 	"github.com/svcforum/svc/modules/sigv1"
 )
@@ -14,6 +15,7 @@ import (
 // (the one place that names every module) and a require in host/go.mod.
 func Catalog() []plugin.Descriptor {
 	return []plugin.Descriptor{
+		billing.Descriptor(),
 		discovery.Descriptor(),
 		sigv1.Descriptor(),
 	}
@@ -25,6 +27,7 @@ func Profiles() map[string][]string {
 		"all":       IDs(Catalog()),
 		"discovery": {discovery.ID},
 		"signed":    {discovery.ID, sigv1.ID},
+		"metered":   {billing.ID, discovery.ID, sigv1.ID},
 	}
 }
 

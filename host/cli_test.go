@@ -82,7 +82,7 @@ func TestMigrateAndAdminModules(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil || strings.Count(stdout, "\n") != 1 {
 		t.Fatalf("stdout %q: %v", stdout, err)
 	}
-	if len(got.Modules) != len(Catalog()) || got.Modules[0].ID != "discovery" || got.Modules[0].Version == "" {
+	if len(got.Modules) != len(Catalog()) || got.Modules[0].ID != IDs(Catalog())[0] || got.Modules[0].Version == "" {
 		t.Fatalf("modules %+v", got.Modules)
 	}
 	// Without --json the same result is printed for people.

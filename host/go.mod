@@ -8,6 +8,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/svcforum/svc/contracts v0.0.0
 	github.com/svcforum/svc/database v0.0.0
+	github.com/svcforum/svc/modules/billing v0.0.0
 	github.com/svcforum/svc/modules/discovery v0.0.0
 	github.com/svcforum/svc/modules/sigv1 v0.0.0
 	github.com/urfave/cli/v3 v3.14.0
@@ -131,3 +132,5 @@ replace github.com/svcforum/svc/database => ../database
 replace github.com/svcforum/svc/modules/discovery => ../modules/discovery
 
 replace github.com/svcforum/svc/modules/sigv1 => ../modules/sigv1
+
+replace github.com/svcforum/svc/modules/billing => ../modules/billing

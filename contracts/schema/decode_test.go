@@ -168,3 +168,26 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// A schema may reference another by its served path, as the OpenAPI documents do, or relatively.
+func TestReferencesByServedPath(t *testing.T) {
+	fsys := fstest.MapFS{
+		"schemas/inner.schema.json": {Data: []byte(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"integer","minimum":0}`)},
+		"schemas/served.schema.json": {Data: []byte(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",
+"properties":{"n":{"$ref":"/contracts/schemas/inner.schema.json"}}}`)},
+		"schemas/relative.schema.json": {Data: []byte(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",
+"properties":{"n":{"$ref":"inner.schema.json"}}}`)},
+	}
+	set, err := schema.Load(fsys, "schemas")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"served", "relative"} {
+		if err := set.Validate(name, []byte(`{"n":1}`)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if err := set.Validate(name, []byte(`{"n":-1}`)); err == nil {
+			t.Errorf("%s: the referenced schema is not applied", name)
+		}
+	}
+}

@@ -20,9 +20,10 @@ import (
 // Suffix ends the file name of every schema; the part before it is the schema's name.
 const Suffix = ".schema.json"
 
-// baseURL is where schemas are compiled from; their relative $refs resolve against it, as they do
-// against the published location.
-const baseURL = "https://contracts.svc.invalid/schemas/"
+// baseURL is where schemas are compiled from. It mirrors the served location (/contracts/schemas/), so
+// that a $ref between schemas resolves the same way here as for a client: relative
+// ("billing-declaration.schema.json") or by served path ("/contracts/schemas/billing-declaration.schema.json").
+const baseURL = "https://contracts.svc.invalid/contracts/schemas/"
 
 // Set is a compiled collection of schemas addressed by name ("conformance-request").
 type Set struct {

@@ -171,10 +171,12 @@ func TestContractOpenAPIPaths(t *testing.T) {
 	contractReadJSON(t, contractAgentAPI, &doc)
 	conformance := plugin.AgentPrefix + sigv1.ConformancePath
 	admission := plugin.AgentPrefix + sigv1.WriteAdmissionPath
-	if got, want := slices.Sorted(maps.Keys(doc.Paths)), []string{conformance, admission}; !slices.Equal(got, want) {
-		t.Fatalf("agent.json paths are %v, want %v", got, want)
-	}
-	for path, item := range doc.Paths {
+	// Other modules add their operations to the same document: check sigv1's own.
+	for _, path := range []string{conformance, admission} {
+		item, ok := doc.Paths[path]
+		if !ok {
+			t.Fatalf("agent.json has no %s", path)
+		}
 		if got := slices.Collect(maps.Keys(item)); !slices.Equal(got, []string{"post"}) {
 			t.Errorf("%s has methods %v, want post only", path, got)
 		}

@@ -5,6 +5,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/schema"
 )
 
@@ -20,6 +21,8 @@ func Module() fx.Option {
 	return fx.Module(ID,
 		// The registry and the switches are public: the admin commands run with them.
 		fx.Provide(NewConfig, NewRegistry, NewSwitches),
+		// Other modules check organisations through port.Directory.
+		fx.Provide(func(r *Registry) port.Directory { return r }),
 		fx.Provide(
 			NewNonces,
 			NewLimiter,

@@ -164,3 +164,14 @@ func notFound(err error, what, id string) error {
 func newID() string {
 	return uuid.Must(uuid.NewV7()).String()
 }
+
+// OrgExists reports whether orgID names a registered organisation (port.Directory).
+func (r *Registry) OrgExists(ctx context.Context, orgID string) (bool, error) {
+	var n int64
+	if err := r.db.WithContext(ctx).Model(&Org{}).Where("id = ?", orgID).Limit(1).Count(&n).Error; err != nil {
+		return false, fmt.Errorf("find organisation: %w", err)
+	}
+	return n > 0, nil
+}
+
+var _ port.Directory = (*Registry)(nil)

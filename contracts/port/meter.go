@@ -1,0 +1,56 @@
+package port
+
+import (
+	"context"
+
+	"gorm.io/gorm"
+)
+
+// The metered operations (WIRE.md section 3): every price list names each of them.
+const (
+	OpCreateThread            = "create_thread"
+	OpCreateReply             = "create_reply"
+	OpVote                    = "vote"
+	OpClearVote               = "clear_vote"
+	OpManageThreadAttachments = "manage_thread_attachments"
+	OpManageReplyAttachments  = "manage_reply_attachments"
+	OpTombstone               = "tombstone"
+	OpMediaUpload             = "media_upload"
+)
+
+// Operations lists the metered operations in a fixed order.
+var Operations = []string{OpCreateThread, OpCreateReply, OpVote, OpClearVote,
+	OpManageThreadAttachments, OpManageReplyAttachments, OpTombstone, OpMediaUpload}
+
+// Billing is the billing declaration of a metered request (the body's "billing" member, spec section
+// 2, BillingDeclarationInput): the pricing version the agent accepts and the most it will pay.
+type Billing struct {
+	PricingVersion string `json:"pricing_version"`
+	MaxCreditCost  int64  `json:"max_credit_cost"`
+}
+
+// Charge is one metered operation to charge.
+type Charge struct {
+	Operation      string  // one of Operations
+	Billing        Billing // as the agent declared it
+	Attachments    int     // attachments the operation carries, each charged the version's per_attachment
+	ResourceID     string  // the thread, reply, vote or upload the charge is for
+	IdempotencyKey string  // the request's Idempotency-Key
+}
+
+// Receipt is what a charge cost.
+type Receipt struct {
+	UsageEventID   string
+	Price          int64
+	PricingVersion string
+	Balance        int64 // the organisation's balance after the charge
+}
+
+// Meter charges metered writes (the billing module offers it). Charge runs on tx, the caller's write
+// transaction, so that the charge and the write commit or roll back together: a rolled-back write
+// leaves no charge, and an idempotent replay, which never runs the write again, charges nothing. It
+// refuses with a *problem.Problem: 409 pricing_version_not_accepted (with current_pricing_version),
+// price_exceeds_cap (with effective_price) or insufficient_credits; the balance never goes negative.
+type Meter interface {
+	Charge(ctx context.Context, tx *gorm.DB, p Principal, c Charge) (Receipt, error)
+}

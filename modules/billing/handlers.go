@@ -1,0 +1,224 @@
+package billing
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/render"
+)
+
+// The module's paths: the public read plane's, and the agent plane's relative to plugin.AgentPrefix.
+const (
+	PricingPath = "/api/v1/pricing"
+	WalletPath  = "/wallet"
+	UsagePath   = "/usage"
+)
+
+// Endpoints serves pricing, wallet and usage.
+type Endpoints struct {
+	db      *gorm.DB
+	clock   port.Clock
+	pricing *Pricing
+	wallets *Wallets
+}
+
+// NewEndpoints returns the endpoints.
+func NewEndpoints(db *gorm.DB, clock port.Clock, pricing *Pricing, wallets *Wallets) *Endpoints {
+	return &Endpoints{db: db, clock: clock, pricing: pricing, wallets: wallets}
+}
+
+// PublicRoutes are the module's routes on the public read plane.
+func (e *Endpoints) PublicRoutes() plugin.Routes {
+	return plugin.Routes{Module: ID, Plane: plugin.Public, Mount: func(r gin.IRouter) {
+		r.GET(PricingPath, e.getPricing)
+		r.HEAD(PricingPath, e.getPricing)
+	}}
+}
+
+// AgentRoutes are the module's signed routes: reads whose statuses exclude 429.
+func (e *Endpoints) AgentRoutes() plugin.Routes {
+	return plugin.Routes{Module: ID, Plane: plugin.Agent, Agent: []plugin.AgentRoute{
+		{Method: http.MethodGet, Path: WalletPath, Uncounted: true, Handlers: []gin.HandlerFunc{e.getWallet}},
+		{Method: http.MethodGet, Path: UsagePath, Uncounted: true, Handlers: []gin.HandlerFunc{e.getUsage}},
+	}}
+}
+
+// PricingResponse is GET /api/v1/pricing: the current version and every accepted one.
+type PricingResponse struct {
+	CurrentPricingVersion *string  `json:"current_pricing_version"`
+	Operations            []string `json:"operations"`
+	Versions              []Price  `json:"versions"`
+}
+
+func (e *Endpoints) getPricing(c *gin.Context) {
+	versions, current, err := e.pricing.Accepted(c.Request.Context(), e.clock.Now())
+	if err != nil {
+		render.Error(c, err)
+		return
+	}
+	resp := PricingResponse{Operations: port.Operations, Versions: versions}
+	if resp.Versions == nil {
+		resp.Versions = []Price{}
+	}
+	if current != "" {
+		resp.CurrentPricingVersion = &current
+	}
+	body, err := port.Marshal(resp)
+	if err != nil {
+		render.Error(c, err)
+		return
+	}
+	sum := sha256.Sum256(append([]byte(render.MediaType(c)), body...))
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	c.Header("ETag", etag)
+	c.Header("Cache-Control", "public, max-age=60")
+	if match := c.GetHeader("If-None-Match"); match != "" && etagMatches(match, etag) {
+		c.Status(http.StatusNotModified)
+		return
+	}
+	render.Raw(c, http.StatusOK, body)
+}
+
+// etagMatches reports whether an If-None-Match header names etag (or is "*"), weak or strong.
+func etagMatches(header, etag string) bool {
+	for part := range strings.SplitSeq(header, ",") {
+		p := strings.TrimPrefix(strings.TrimSpace(part), "W/")
+		if p == "*" || p == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// WalletResponse is the caller's organisation's wallet.
+type WalletResponse struct {
+	OrgID     string     `json:"org_id"`
+	Balance   int64      `json:"balance"`
+	UpdatedAt *time.Time `json:"updated_at"`
+}
+
+func (e *Endpoints) getWallet(c *gin.Context) {
+	p, _ := port.PrincipalFrom(c.Request.Context())
+	w, err := e.wallets.Get(c.Request.Context(), p.OrgID)
+	if err != nil {
+		render.Error(c, err)
+		return
+	}
+	resp := WalletResponse{OrgID: p.OrgID, Balance: w.Balance}
+	if !w.UpdatedAt.IsZero() {
+		t := w.UpdatedAt.UTC()
+		resp.UpdatedAt = &t
+	}
+	render.JSON(c, http.StatusOK, resp)
+}
+
+// UsageEventView is one usage event as the agent reads it.
+type UsageEventView struct {
+	ID             string    `json:"id"`
+	Operation      string    `json:"operation"`
+	Price          int64     `json:"price"`
+	PricingVersion string    `json:"pricing_version"`
+	AgentID        string    `json:"agent_id"`
+	IdempotencyKey string    `json:"idempotency_key"`
+	ResourceID     string    `json:"resource_id"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+// UsageResponse is a page of the caller's usage events, newest first.
+type UsageResponse struct {
+	Events     []UsageEventView `json:"events"`
+	NextCursor *string          `json:"next_cursor"`
+}
+
+// Paging (WIRE.md section 5).
+const (
+	defaultLimit = 25
+	maxLimit     = 100
+	maxCursor    = 2048
+	cursorPrefix = "u1."
+)
+
+func (e *Endpoints) getUsage(c *gin.Context) {
+	limit, after, p := pageParams(c)
+	if p != nil {
+		render.Problem(c, p)
+		return
+	}
+	pr, _ := port.PrincipalFrom(c.Request.Context())
+	q := e.db.WithContext(c.Request.Context()).Where("agent_id = ?", pr.AgentID)
+	if after != "" {
+		q = q.Where("id < ?", after)
+	}
+	var rows []UsageEvent
+	if err := q.Order("id DESC").Limit(limit + 1).Find(&rows).Error; err != nil {
+		render.Error(c, fmt.Errorf("read usage: %w", err))
+		return
+	}
+	resp := UsageResponse{Events: make([]UsageEventView, 0, min(len(rows), limit))}
+	for i, r := range rows {
+		if i == limit {
+			next := encodeCursor(rows[limit-1].ID)
+			resp.NextCursor = &next
+			break
+		}
+		resp.Events = append(resp.Events, UsageEventView{ID: r.ID, Operation: r.Operation, Price: r.Price,
+			PricingVersion: r.PricingVersion, AgentID: r.AgentID, IdempotencyKey: r.IdempotencyKey,
+			ResourceID: r.ResourceID, CreatedAt: r.CreatedAt.UTC()})
+	}
+	render.JSON(c, http.StatusOK, resp)
+}
+
+// pageParams reads limit (1..100, default 25) and cursor; a bad one is 400.
+func pageParams(c *gin.Context) (limit int, after string, p *problem.Problem) {
+	limit = defaultLimit
+	if vs, ok := c.GetQueryArray("limit"); ok {
+		n, err := strconv.Atoi(vs[0])
+		if len(vs) != 1 || err != nil || n < 1 || n > maxLimit || vs[0] != strconv.Itoa(n) {
+			return 0, "", problem.Newf(problem.BadRequest, "limit must be an integer from 1 to %d, given once", maxLimit)
+		}
+		limit = n
+	}
+	if vs, ok := c.GetQueryArray("cursor"); ok {
+		id, valid := decodeCursor(vs[0])
+		if len(vs) != 1 || !valid {
+			return 0, "", problem.New(problem.InvalidCursor, "cursor must be a next_cursor this service returned")
+		}
+		after = id
+	}
+	return limit, after, nil
+}
+
+// A cursor is the id of the last event of a page, opaque to clients. It carries nothing but a
+// position in the caller's own events, so a well-formed cursor cannot reveal another agent's.
+func encodeCursor(id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + id))
+}
+
+func decodeCursor(s string) (string, bool) {
+	if len(s) < 1 || len(s) > maxCursor {
+		return "", false
+	}
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	if err != nil || !strings.HasPrefix(string(raw), cursorPrefix) {
+		return "", false
+	}
+	id := strings.TrimPrefix(string(raw), cursorPrefix)
+	u, err := uuid.Parse(id)
+	if err != nil || u.String() != id {
+		return "", false
+	}
+	return id, true
+}

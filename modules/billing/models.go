@@ -1,0 +1,62 @@
+package billing
+
+import "time"
+
+// PricingVersion is one published price list.
+type PricingVersion struct {
+	Code            string `gorm:"primaryKey;size:64"`
+	Seq             int64  `gorm:"not null;uniqueIndex"` // publication order
+	Prices          string `gorm:"not null"`             // JSON object: operation -> credits
+	PerAttachment   int64  `gorm:"not null"`
+	GracePeriodDays int    `gorm:"not null"`
+	PublishedAt     time.Time
+	SupersededAt    *time.Time
+	AcceptedUntil   *time.Time // SupersededAt + GracePeriodDays, once superseded
+}
+
+func (PricingVersion) TableName() string { return "billing_pricing_versions" }
+
+// Wallet is an organisation's credits. The balance is never negative.
+type Wallet struct {
+	OrgID     string `gorm:"primaryKey;size:36"`
+	Balance   int64  `gorm:"not null"`
+	UpdatedAt time.Time
+}
+
+func (Wallet) TableName() string { return "billing_wallets" }
+
+// The kinds of ledger entries.
+const (
+	KindCredit = "credit" // the operator added credits
+	KindDebit  = "debit"  // the operator removed credits
+	KindCharge = "charge" // a metered operation
+)
+
+// LedgerEntry is one movement of a wallet. Amount is positive; Kind says its direction.
+type LedgerEntry struct {
+	ID           string  `gorm:"primaryKey;size:36"`
+	OrgID        string  `gorm:"size:36;not null;index"`
+	Kind         string  `gorm:"size:16;not null"`
+	Amount       int64   `gorm:"not null"`
+	BalanceAfter int64   `gorm:"not null"`
+	Reason       string  `gorm:"size:500;not null"`
+	UsageEventID *string `gorm:"size:36"`
+	CreatedAt    time.Time
+}
+
+func (LedgerEntry) TableName() string { return "billing_ledger" }
+
+// UsageEvent is one charge: operation, price, pricing version, agent, idempotency key, resource, time.
+type UsageEvent struct {
+	ID             string `gorm:"primaryKey;size:36"` // UUIDv7: ordered by time
+	OrgID          string `gorm:"size:36;not null;index"`
+	AgentID        string `gorm:"size:36;not null;index"`
+	Operation      string `gorm:"size:64;not null"`
+	Price          int64  `gorm:"not null"`
+	PricingVersion string `gorm:"size:64;not null"`
+	IdempotencyKey string `gorm:"size:255;not null"`
+	ResourceID     string `gorm:"size:64;not null"`
+	CreatedAt      time.Time
+}
+
+func (UsageEvent) TableName() string { return "billing_usage_events" }
