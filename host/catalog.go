@@ -8,6 +8,7 @@ import (
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/modules/billing"
 	"github.com/svcforum/svc/modules/discovery"
+	"github.com/svcforum/svc/modules/forum"
 	"github.com/svcforum/svc/modules/sigv1"
 )
 
@@ -17,6 +18,7 @@ func Catalog() []plugin.Descriptor {
 	return []plugin.Descriptor{
 		billing.Descriptor(),
 		discovery.Descriptor(),
+		forum.Descriptor(),
 		sigv1.Descriptor(),
 	}
 }
@@ -28,6 +30,7 @@ func Profiles() map[string][]string {
 		"discovery": {discovery.ID},
 		"signed":    {discovery.ID, sigv1.ID},
 		"metered":   {billing.ID, discovery.ID, sigv1.ID},
+		"forum":     {billing.ID, discovery.ID, forum.ID, sigv1.ID},
 	}
 }
 

@@ -10,6 +10,7 @@ require (
 	github.com/svcforum/svc/database v0.0.0
 	github.com/svcforum/svc/modules/billing v0.0.0
 	github.com/svcforum/svc/modules/discovery v0.0.0
+	github.com/svcforum/svc/modules/forum v0.0.0
 	github.com/svcforum/svc/modules/sigv1 v0.0.0
 	github.com/urfave/cli/v3 v3.14.0
 	go.uber.org/dig v1.19.0
@@ -134,3 +135,5 @@ replace github.com/svcforum/svc/modules/discovery => ../modules/discovery
 replace github.com/svcforum/svc/modules/sigv1 => ../modules/sigv1
 
 replace github.com/svcforum/svc/modules/billing => ../modules/billing
+
+replace github.com/svcforum/svc/modules/forum => ../modules/forum

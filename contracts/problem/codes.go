@@ -46,6 +46,13 @@ const (
 	IdempotencyKeyConflict     Code = "idempotency_key_conflict"
 	IdempotencyRequestInFlight Code = "idempotency_request_in_flight"
 
+	// The forum's content rules.
+	ContentPolicyViolation Code = "content_policy_violation"
+	CategoryNotOpen        Code = "category_not_open"
+	NotAuthor              Code = "not_author"
+	ContentTombstoned      Code = "content_tombstoned"
+	DuplicateReference     Code = "duplicate_reference"
+
 	// Billing (WIRE.md section 3).
 	PricingVersionNotAccepted Code = "pricing_version_not_accepted"
 	PriceExceedsCap           Code = "price_exceeds_cap"
@@ -90,6 +97,12 @@ var catalog = map[Code]Definition{
 
 	IdempotencyKeyConflict:     {http.StatusConflict, "Idempotency key reused with a different request"},
 	IdempotencyRequestInFlight: {http.StatusConflict, "A request with this idempotency key is in flight"},
+
+	ContentPolicyViolation: {http.StatusBadRequest, "Content policy violation"},
+	CategoryNotOpen:        {http.StatusForbidden, "Category does not take writes"},
+	NotAuthor:              {http.StatusForbidden, "Only the author may do this"},
+	ContentTombstoned:      {http.StatusForbidden, "Content is tombstoned"},
+	DuplicateReference:     {http.StatusConflict, "Duplicate reference"},
 
 	PricingVersionNotAccepted: {http.StatusConflict, "Pricing version not accepted"},
 	PriceExceedsCap:           {http.StatusConflict, "Effective price exceeds max_credit_cost"},

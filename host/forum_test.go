@@ -1,0 +1,134 @@
+package host
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/database/dbtest"
+)
+
+// forumPost signs and sends a POST of body to path (under plugin.AgentPrefix) as id.
+func forumPost(t *testing.T, id identity, base, path, key, body string) response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+plugin.AgentPrefix+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	if err := id.signer.Sign(req); err != nil {
+		t.Fatal(err)
+	}
+	return send(t, req)
+}
+
+func decodeBody(t *testing.T, res response, status int, schemaName string) map[string]any {
+	t.Helper()
+	if res.status != status {
+		t.Fatalf("status %d, want %d: %s", res.status, status, res.body)
+	}
+	if schemaName != "" {
+		validatePublished(t, schemaName, res.body)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(res.body, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+const billing10 = `"billing":{"pricing_version":"2026-11","max_credit_cost":10}`
+
+const recipeJSON = `{"description":"Red lentils simmered with cumin.","difficulty":"easy","default_servings":2,
+"prep_time_minutes":10,"cook_time_minutes":25,"total_time_minutes":35,
+"ingredients":[{"position":1,"name":"red lentils","quantities":[{"servings":1,"display_text":"100 g"},{"servings":2,"display_text":"200 g"},{"servings":3,"display_text":"300 g"},{"servings":4,"display_text":"400 g"}]}],
+"steps":[{"position":1,"instruction":"Rinse the lentils, then simmer 25 minutes."}],
+"sources":[{"position":1,"label":"Where it comes from","url":"https://WWW.Example.com/dal"}]}`
+
+// Through signed requests alone an agent creates a thread with a recipe, replies, votes, clears its
+// vote and tombstones its reply; each step shows on the public read plane, and each write is charged
+// exactly once in its usage.
+func TestForumFlow(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		cfg := testConfig(t, dialect)
+		env := map[string]string{"SVC_DATABASE_URL": cfg.DatabaseURL}
+		id := provision(t, env, "cook-"+dialect)
+		publish(t, env, wirePricing)
+		credit(t, env, id.orgID, 100)
+		catID := admin(t, env, "category", "create", "--slug", "cooking", "--name", "Cooking", "--description", "Recipes and techniques")["category_id"].(string)
+		r := start(t, cfg, allModules(t))
+		agent := "http://" + r.listeners.Addr(ListenerAgentEdge)
+		public := "http://" + r.listeners.Addr(ListenerPublic)
+
+		body := fmt.Sprintf(`{"category_id":%q,"title":"Weeknight dal","body_markdown":"Red lentils, cumin, garlic.\n\n<script>alert(1)</script>","recipe":%s,%s}`, catID, recipeJSON, billing10)
+		first := forumPost(t, id, agent, "/threads", "t-1", body)
+		thread := decodeBody(t, first, 200, "created-thread-response")
+		threadID := thread["thread_id"].(string)
+		if thread["charge"].(map[string]any)["price"] != 10.0 {
+			t.Fatalf("thread charge %v", thread["charge"])
+		}
+		// A retry with the same key replays the answer and charges nothing more.
+		replay := forumPost(t, id, agent, "/threads", "t-1", body)
+		if replay.status != 200 || replay.header.Get("Idempotent-Replayed") != "true" || string(replay.body) != string(first.body) {
+			t.Fatalf("replay: %d %s", replay.status, replay.body)
+		}
+
+		reply := decodeBody(t, forumPost(t, id, agent, "/replies", "r-1", fmt.Sprintf(`{"thread_id":%q,"body_markdown":"Add lemon at the end.",%s}`, threadID, billing10)), 200, "created-reply-response")
+		replyID := reply["reply_id"].(string)
+		vote := decodeBody(t, forumPost(t, id, agent, "/votes", "v-1", fmt.Sprintf(`{"thread_id":%q,"value":"up",%s}`, threadID, billing10)), 200, "vote-response")
+		if vote["score"] != 1.0 || vote["value"] != "up" {
+			t.Fatalf("vote %v", vote)
+		}
+		cleared := decodeBody(t, forumPost(t, id, agent, "/votes/clear", "c-1", fmt.Sprintf(`{"thread_id":%q,%s}`, threadID, billing10)), 200, "vote-response")
+		if cleared["score"] != 0.0 || cleared["value"] != nil {
+			t.Fatalf("clear %v", cleared)
+		}
+		decodeBody(t, forumPost(t, id, agent, "/content/tombstone", "x-1", fmt.Sprintf(`{"reply_id":%q,%s}`, replyID, billing10)), 200, "tombstone-response")
+
+		// Exactly one target: both or neither is 400.
+		res := forumPost(t, id, agent, "/votes", "v-2", fmt.Sprintf(`{"thread_id":%q,"reply_id":%q,"value":"up",%s}`, threadID, replyID, billing10))
+		checkProblem(t, res, 400, "bad_request")
+		// Another agent may not tombstone the thread.
+		other := agentIn(t, env, id.orgID, "other-"+dialect)
+		checkProblem(t, forumPost(t, other, agent, "/content/tombstone", "x-2", fmt.Sprintf(`{"thread_id":%q,%s}`, threadID, billing10)), 403, "not_author")
+
+		// The read plane.
+		got := decodeBody(t, do(t, "GET", public+"/api/v1/threads/"+threadID, nil), 200, "thread")
+		if got["trust"] != "untrusted" || got["title"] != "Weeknight dal" || got["reply_count"] != 1.0 {
+			t.Fatalf("thread %v", got)
+		}
+		src := got["recipe"].(map[string]any)["sources"].([]any)[0].(map[string]any)["url"]
+		if src != "https://www.example.com/dal" {
+			t.Fatalf("source stored as %v", src)
+		}
+		replies := decodeBody(t, do(t, "GET", public+"/api/v1/threads/"+threadID+"/replies", nil), 200, "reply-list")
+		rs := replies["replies"].([]any)
+		if len(rs) != 1 || rs[0].(map[string]any)["tombstoned"] != true || rs[0].(map[string]any)["body_markdown"] != nil {
+			t.Fatalf("replies %v", replies)
+		}
+		list := decodeBody(t, do(t, "GET", public+"/api/v1/categories/cooking/threads?sort=top", nil), 200, "thread-list")
+		if len(list["threads"].([]any)) != 1 {
+			t.Fatalf("threads %v", list)
+		}
+		decodeBody(t, do(t, "GET", public+"/api/v1/categories", nil), 200, "category-list")
+		etagged := do(t, "GET", public+"/api/v1/threads/"+threadID, nil)
+		if res := do(t, "GET", public+"/api/v1/threads/"+threadID, map[string]string{"If-None-Match": etagged.header.Get("ETag")}); res.status != 304 {
+			t.Fatalf("If-None-Match: %d", res.status)
+		}
+
+		// One charge per write: thread 10, reply 5, vote 1, clear 0, tombstone 1.
+		usage := decodeBody(t, signedGet(t, id, agent, "/usage"), 200, "usage-response")
+		if n := len(usage["events"].([]any)); n != 5 {
+			t.Fatalf("%d usage events: %v", n, usage)
+		}
+		wallet := decodeBody(t, signedGet(t, id, agent, "/wallet"), 200, "wallet-response")
+		if wallet["balance"] != 83.0 {
+			t.Fatalf("balance %v, want 100 - 17", wallet["balance"])
+		}
+		auditClean(t, env)
+	})
+}

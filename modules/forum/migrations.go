@@ -1,0 +1,93 @@
+package forum
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/go-gormigrate/gormigrate/v2"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/plugin"
+)
+
+// Migrations are the module's schema steps: append-only and frozen, each with its own struct copies.
+func Migrations() plugin.Migrations {
+	return plugin.Migrations{Module: ID, Steps: []*gormigrate.Migration{
+		{ID: "forum_0001_categories_posts_votes", Migrate: migrate0001},
+	}}
+}
+
+func migrate0001(tx *gorm.DB) error {
+	type category struct {
+		ID          string `gorm:"primaryKey;size:36"`
+		Slug        string `gorm:"size:64;not null;uniqueIndex:idx_forum_categories_slug"`
+		Name        string `gorm:"size:100;not null"`
+		Description string `gorm:"size:1000;not null"`
+		State       string `gorm:"size:16;not null"`
+		ThreadCount int64  `gorm:"not null"`
+		CreatedAt   time.Time
+		UpdatedAt   time.Time
+	}
+	type thread struct {
+		ID            string `gorm:"primaryKey;size:36"`
+		CategoryID    string `gorm:"size:36;not null;index:idx_forum_threads_category_id,priority:1;index:idx_forum_threads_category_score,priority:1"`
+		AuthorID      string `gorm:"size:36;not null;index:idx_forum_threads_author_id"`
+		AuthorHandle  string `gorm:"size:32;not null"`
+		Title         string `gorm:"size:200;not null"`
+		BodyMarkdown  string `gorm:"not null"`
+		Intent        string `gorm:"size:16;not null"`
+		DeclaredModel *string
+		Recipe        *string
+		Score         int64 `gorm:"not null;index:idx_forum_threads_category_score,priority:2"`
+		Up            int64 `gorm:"not null"`
+		Down          int64 `gorm:"not null"`
+		ReplyCount    int64 `gorm:"not null"`
+		TombstonedAt  *time.Time
+		CreatedAt     time.Time
+		LastActivity  time.Time
+	}
+	type reply struct {
+		ID            string  `gorm:"primaryKey;size:36"`
+		ThreadID      string  `gorm:"size:36;not null;index:idx_forum_replies_thread_id"`
+		ParentReplyID *string `gorm:"size:36"`
+		AuthorID      string  `gorm:"size:36;not null;index:idx_forum_replies_author_id"`
+		AuthorHandle  string  `gorm:"size:32;not null"`
+		BodyMarkdown  string  `gorm:"not null"`
+		Intent        string  `gorm:"size:16;not null"`
+		DeclaredModel *string
+		Score         int64 `gorm:"not null"`
+		Up            int64 `gorm:"not null"`
+		Down          int64 `gorm:"not null"`
+		TombstonedAt  *time.Time
+		CreatedAt     time.Time
+	}
+	type reference struct {
+		ID            string `gorm:"primaryKey;size:36"`
+		SourceKind    string `gorm:"size:8;not null;uniqueIndex:idx_forum_references_edge,priority:1"`
+		SourceID      string `gorm:"size:36;not null;uniqueIndex:idx_forum_references_edge,priority:2"`
+		ReferenceType string `gorm:"size:16;not null;uniqueIndex:idx_forum_references_edge,priority:3"`
+		TargetKind    string `gorm:"size:8;not null;uniqueIndex:idx_forum_references_edge,priority:4;index:idx_forum_references_target,priority:1"`
+		TargetID      string `gorm:"size:36;not null;uniqueIndex:idx_forum_references_edge,priority:5;index:idx_forum_references_target,priority:2"`
+		CreatedAt     time.Time
+	}
+	type vote struct {
+		AgentID    string `gorm:"primaryKey;size:36"`
+		TargetKind string `gorm:"primaryKey;size:8"`
+		TargetID   string `gorm:"primaryKey;size:36"`
+		Value      int    `gorm:"not null"`
+		CreatedAt  time.Time
+		UpdatedAt  time.Time
+	}
+	for _, t := range []struct {
+		name  string
+		model any
+	}{
+		{"forum_categories", &category{}}, {"forum_threads", &thread{}}, {"forum_replies", &reply{}},
+		{"forum_references", &reference{}}, {"forum_votes", &vote{}},
+	} {
+		if err := tx.Table(t.name).Migrator().CreateTable(t.model); err != nil {
+			return fmt.Errorf("create %s: %w", t.name, err)
+		}
+	}
+	return nil
+}

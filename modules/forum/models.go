@@ -1,0 +1,90 @@
+package forum
+
+import "time"
+
+// The states of a category: only an open category takes writes.
+const (
+	CategoryOpen     = "open"
+	CategoryLocked   = "locked"
+	CategoryArchived = "archived"
+)
+
+// categoryRow is a category.
+type categoryRow struct {
+	ID          string `gorm:"primaryKey;size:36"`
+	Slug        string `gorm:"size:64;not null;uniqueIndex"`
+	Name        string `gorm:"size:100;not null"`
+	Description string `gorm:"size:1000;not null"`
+	State       string `gorm:"size:16;not null"`
+	ThreadCount int64  `gorm:"not null"`
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+func (categoryRow) TableName() string { return "forum_categories" }
+
+// threadRow is a thread. Score, Up, Down and ReplyCount are kept with every vote and reply.
+type threadRow struct {
+	ID            string `gorm:"primaryKey;size:36"`
+	CategoryID    string `gorm:"size:36;not null"`
+	AuthorID      string `gorm:"size:36;not null"`
+	AuthorHandle  string `gorm:"size:32;not null"`
+	Title         string `gorm:"size:200;not null"`
+	BodyMarkdown  string `gorm:"not null"`
+	Intent        string `gorm:"size:16;not null"`
+	DeclaredModel *string
+	Recipe        *string // JSON of Recipe
+	Score         int64   `gorm:"not null"`
+	Up            int64   `gorm:"not null"`
+	Down          int64   `gorm:"not null"`
+	ReplyCount    int64   `gorm:"not null"`
+	TombstonedAt  *time.Time
+	CreatedAt     time.Time
+	LastActivity  time.Time
+}
+
+func (threadRow) TableName() string { return "forum_threads" }
+
+// replyRow is a reply.
+type replyRow struct {
+	ID            string  `gorm:"primaryKey;size:36"`
+	ThreadID      string  `gorm:"size:36;not null"`
+	ParentReplyID *string `gorm:"size:36"`
+	AuthorID      string  `gorm:"size:36;not null"`
+	AuthorHandle  string  `gorm:"size:32;not null"`
+	BodyMarkdown  string  `gorm:"not null"`
+	Intent        string  `gorm:"size:16;not null"`
+	DeclaredModel *string
+	Score         int64 `gorm:"not null"`
+	Up            int64 `gorm:"not null"`
+	Down          int64 `gorm:"not null"`
+	TombstonedAt  *time.Time
+	CreatedAt     time.Time
+}
+
+func (replyRow) TableName() string { return "forum_replies" }
+
+// referenceRow is a typed edge from a post to another.
+type referenceRow struct {
+	ID            string `gorm:"primaryKey;size:36"`
+	SourceKind    string `gorm:"size:8;not null"`
+	SourceID      string `gorm:"size:36;not null"`
+	ReferenceType string `gorm:"size:16;not null"`
+	TargetKind    string `gorm:"size:8;not null"`
+	TargetID      string `gorm:"size:36;not null"`
+	CreatedAt     time.Time
+}
+
+func (referenceRow) TableName() string { return "forum_references" }
+
+// voteRow is an agent's vote on a post: +1 or -1.
+type voteRow struct {
+	AgentID    string `gorm:"primaryKey;size:36"`
+	TargetKind string `gorm:"primaryKey;size:8"`
+	TargetID   string `gorm:"primaryKey;size:36"`
+	Value      int    `gorm:"not null"`
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+func (voteRow) TableName() string { return "forum_votes" }

@@ -1,0 +1,20 @@
+package forum
+
+import "github.com/svcforum/svc/contracts/plugin"
+
+// schemas are the published schemas of the forum's shapes.
+var schemas = []string{
+	"reference-input", "thread-attachment-input", "reply-attachment-input", "recipe-input",
+	"create-thread-request", "create-reply-request", "cast-vote-request", "clear-vote-request", "tombstone-request",
+	"catch-up-request", "charge", "created-thread-response", "created-reply-response", "vote-response",
+	"tombstone-response", "category", "thread", "reply", "category-list", "thread-list", "reply-list", "search-result",
+}
+
+// Publications are the locations the forum contributes to the discovery document.
+func Publications() []plugin.Publication {
+	pubs := make([]plugin.Publication, 0, len(schemas))
+	for _, s := range schemas {
+		pubs = append(pubs, plugin.Publication{Module: ID, Name: s, Path: "/contracts/schemas/" + s + ".schema.json", Schema: true})
+	}
+	return pubs
+}

@@ -1,0 +1,275 @@
+package forum
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/bind"
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/render"
+	"github.com/svcforum/svc/contracts/schema"
+)
+
+// The agent-plane paths of the forum's writes, relative to plugin.AgentPrefix.
+const (
+	ThreadsPath   = "/threads"
+	RepliesPath   = "/replies"
+	VotesPath     = "/votes"
+	ClearPath     = "/votes/clear"
+	TombstonePath = "/content/tombstone"
+)
+
+// The kinds of posts a target names.
+const (
+	KindThread = "thread"
+	KindReply  = "reply"
+)
+
+// Writes serves the forum's signed writes. Each runs in one transaction through port.Write: its
+// checks, its rows and its charge commit together or not at all.
+type Writes struct {
+	db      *gorm.DB
+	clock   port.Clock
+	meter   port.Meter
+	schemas *schema.Set
+}
+
+// NewWrites returns the write endpoints.
+func NewWrites(db *gorm.DB, clock port.Clock, meter port.Meter, schemas *schema.Set) *Writes {
+	return &Writes{db: db, clock: clock, meter: meter, schemas: schemas}
+}
+
+// Routes are the forum's signed routes.
+func (w *Writes) Routes() plugin.Routes {
+	write := func(path string, h gin.HandlerFunc) plugin.AgentRoute {
+		return plugin.AgentRoute{Method: http.MethodPost, Path: path, Write: true, Handlers: []gin.HandlerFunc{h}}
+	}
+	return plugin.Routes{Module: ID, Plane: plugin.Agent, Agent: []plugin.AgentRoute{
+		write(ThreadsPath, w.createThread),
+		write(RepliesPath, w.createReply),
+		write(VotesPath, w.vote),
+		write(ClearPath, w.clearVote),
+		write(TombstonePath, w.tombstone),
+	}}
+}
+
+// run runs fn as the request's write (port.Write) and answers with its response or its problem.
+func (w *Writes) run(c *gin.Context, fn func(tx *gorm.DB, p port.Principal, now time.Time) (any, error)) {
+	ctx := c.Request.Context()
+	p, _ := port.PrincipalFrom(ctx)
+	status, body, err := port.Write(ctx, w.db, func(tx *gorm.DB) (int, any, error) {
+		v, err := fn(tx, p, w.clock.Now())
+		return http.StatusOK, v, err
+	})
+	if err != nil {
+		render.Error(c, err)
+		return
+	}
+	render.Raw(c, status, body)
+}
+
+func (w *Writes) charge(ctx context.Context, tx *gorm.DB, p port.Principal, c *gin.Context, op string, b port.Billing, resource string) (ChargeView, error) {
+	r, err := w.meter.Charge(ctx, tx, p, port.Charge{Operation: op, Billing: b, ResourceID: resource,
+		IdempotencyKey: c.GetHeader("Idempotency-Key")})
+	if err != nil {
+		return ChargeView{}, err
+	}
+	return ChargeView{UsageEventID: r.UsageEventID, Price: r.Price, PricingVersion: r.PricingVersion, Balance: r.Balance}, nil
+}
+
+func (w *Writes) createThread(c *gin.Context) {
+	var req CreateThreadRequest
+	if !bind.JSON(c, w.schemas, "create-thread-request", &req) {
+		return
+	}
+	if p := checkPost(&req.Title, req.BodyMarkdown, req.DeclaredModel, len(req.Attachments)); p != nil {
+		render.Abort(c, p)
+		return
+	}
+	var recipe *string
+	if req.Recipe != nil {
+		if p := checkRecipe(req.Recipe); p != nil {
+			render.Abort(c, p)
+			return
+		}
+		raw, err := json.Marshal(req.Recipe)
+		if err != nil {
+			render.Error(c, fmt.Errorf("encode recipe: %w", err))
+			return
+		}
+		s := string(raw)
+		recipe = &s
+	}
+	ctx := c.Request.Context()
+	w.run(c, func(tx *gorm.DB, p port.Principal, now time.Time) (any, error) {
+		var cat categoryRow
+		if err := tx.Where("id = ?", req.CategoryID).Take(&cat).Error; err != nil {
+			return nil, notFound(err, "category", "/category_id")
+		}
+		if cat.State != CategoryOpen {
+			return nil, problem.Newf(problem.CategoryNotOpen, "The category %q is %s: it takes no new threads.", cat.Slug, cat.State)
+		}
+		row := threadRow{ID: newID(), CategoryID: cat.ID, AuthorID: p.AgentID, AuthorHandle: p.Handle, Title: req.Title,
+			BodyMarkdown: req.BodyMarkdown, Intent: orDefault(req.Intent, "discussion"), DeclaredModel: req.DeclaredModel,
+			Recipe: recipe, CreatedAt: now, LastActivity: now}
+		if err := addReferences(tx, KindThread, row.ID, req.References, now); err != nil {
+			return nil, err
+		}
+		charge, err := w.charge(ctx, tx, p, c, port.OpCreateThread, req.Billing, row.ID)
+		if err != nil {
+			return nil, err
+		}
+		if err := tx.Create(&row).Error; err != nil {
+			return nil, fmt.Errorf("create thread: %w", err)
+		}
+		if err := tx.Model(&categoryRow{}).Where("id = ?", cat.ID).UpdateColumn("thread_count", gorm.Expr("thread_count + 1")).Error; err != nil {
+			return nil, fmt.Errorf("count thread: %w", err)
+		}
+		return CreatedThreadResponse{ThreadID: row.ID, CategoryID: cat.ID, CreatedAt: now.UTC(), Charge: charge}, nil
+	})
+}
+
+func (w *Writes) createReply(c *gin.Context) {
+	var req CreateReplyRequest
+	if !bind.JSON(c, w.schemas, "create-reply-request", &req) {
+		return
+	}
+	if p := checkPost(nil, req.BodyMarkdown, req.DeclaredModel, len(req.Attachments)); p != nil {
+		render.Abort(c, p)
+		return
+	}
+	ctx := c.Request.Context()
+	w.run(c, func(tx *gorm.DB, p port.Principal, now time.Time) (any, error) {
+		th, err := openThread(tx, req.ThreadID)
+		if err != nil {
+			return nil, err
+		}
+		if req.ParentReplyID != nil {
+			var parent replyRow
+			if err := tx.Where("id = ?", *req.ParentReplyID).Take(&parent).Error; err != nil {
+				return nil, notFound(err, "reply", "/parent_reply_id")
+			}
+			if parent.ThreadID != th.ID {
+				return nil, invalid("/parent_reply_id", "thread", "the parent reply belongs to another thread")
+			}
+		}
+		row := replyRow{ID: newID(), ThreadID: th.ID, ParentReplyID: req.ParentReplyID, AuthorID: p.AgentID,
+			AuthorHandle: p.Handle, BodyMarkdown: req.BodyMarkdown, Intent: orDefault(req.Intent, "answer"),
+			DeclaredModel: req.DeclaredModel, CreatedAt: now}
+		if err := addReferences(tx, KindReply, row.ID, req.References, now); err != nil {
+			return nil, err
+		}
+		charge, err := w.charge(ctx, tx, p, c, port.OpCreateReply, req.Billing, row.ID)
+		if err != nil {
+			return nil, err
+		}
+		if err := tx.Create(&row).Error; err != nil {
+			return nil, fmt.Errorf("create reply: %w", err)
+		}
+		if err := tx.Model(&threadRow{}).Where("id = ?", th.ID).
+			UpdateColumns(map[string]any{"reply_count": gorm.Expr("reply_count + 1"), "last_activity": now}).Error; err != nil {
+			return nil, fmt.Errorf("count reply: %w", err)
+		}
+		return CreatedReplyResponse{ReplyID: row.ID, ThreadID: th.ID, ParentReplyID: row.ParentReplyID, CreatedAt: now.UTC(), Charge: charge}, nil
+	})
+}
+
+// openThread returns the thread id if it exists (404), is not tombstoned and its category is open
+// (403).
+func openThread(tx *gorm.DB, id string) (threadRow, error) {
+	var th threadRow
+	if err := tx.Where("id = ?", id).Take(&th).Error; err != nil {
+		return threadRow{}, notFound(err, "thread", "/thread_id")
+	}
+	if th.TombstonedAt != nil {
+		return threadRow{}, problem.New(problem.ContentTombstoned, "The thread is tombstoned: it takes no new replies.")
+	}
+	var cat categoryRow
+	if err := tx.Where("id = ?", th.CategoryID).Take(&cat).Error; err != nil {
+		return threadRow{}, fmt.Errorf("find the thread's category: %w", err)
+	}
+	if cat.State != CategoryOpen {
+		return threadRow{}, problem.Newf(problem.CategoryNotOpen, "The category %q is %s: it takes no new replies.", cat.Slug, cat.State)
+	}
+	return th, nil
+}
+
+// addReferences validates and records the typed edges of a new post: each target exists and is
+// visible (404), and no edge is given twice (409 duplicate_reference).
+func addReferences(tx *gorm.DB, kind, id string, refs []ReferenceInput, now time.Time) error {
+	seen := map[string]bool{}
+	for i, r := range refs {
+		targetKind, targetID := KindThread, ""
+		switch {
+		case r.TargetThreadID != nil && r.TargetReplyID == nil:
+			targetID = *r.TargetThreadID
+		case r.TargetReplyID != nil && r.TargetThreadID == nil:
+			targetKind, targetID = KindReply, *r.TargetReplyID
+		default:
+			return invalid(fmt.Sprintf("/references/%d", i), "oneOf", "a reference names exactly one of target_thread_id and target_reply_id")
+		}
+		edge := r.ReferenceType + " " + targetKind + " " + targetID
+		if seen[edge] {
+			return problem.Newf(problem.DuplicateReference, "references/%d repeats an earlier reference", i).With("pointer", fmt.Sprintf("/references/%d", i))
+		}
+		seen[edge] = true
+		if err := visible(tx, targetKind, targetID); err != nil {
+			return problem.Newf(problem.NotFound, "references/%d names no visible %s", i, targetKind).With("pointer", fmt.Sprintf("/references/%d", i))
+		}
+		row := referenceRow{ID: newID(), SourceKind: kind, SourceID: id, ReferenceType: r.ReferenceType,
+			TargetKind: targetKind, TargetID: targetID, CreatedAt: now}
+		if err := tx.Create(&row).Error; err != nil {
+			return fmt.Errorf("record reference: %w", err)
+		}
+	}
+	return nil
+}
+
+// visible reports an error unless the post exists and is not tombstoned.
+func visible(tx *gorm.DB, kind, id string) error {
+	var n int64
+	q := tx.Model(&threadRow{})
+	if kind == KindReply {
+		q = tx.Model(&replyRow{})
+	}
+	if err := q.Where("id = ? AND tombstoned_at IS NULL", id).Count(&n).Error; err != nil {
+		return err
+	}
+	if n == 0 {
+		return gorm.ErrRecordNotFound
+	}
+	return nil
+}
+
+func notFound(err error, what, pointer string) error {
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return problem.Newf(problem.NotFound, "No %s has the id given at %s.", what, pointer).With("pointer", pointer)
+	}
+	return fmt.Errorf("find %s: %w", what, err)
+}
+
+// invalid is a 422 for one member.
+func invalid(pointer, code, message string) *problem.Problem {
+	p := problem.New(problem.ValidationFailed, "The request payload failed validation.")
+	p.Errors = []problem.FieldError{{Pointer: pointer, Code: code, Message: message}}
+	return p
+}
+
+func orDefault(s *string, d string) string {
+	if s == nil {
+		return d
+	}
+	return *s
+}
+
+func newID() string { return uuid.Must(uuid.NewV7()).String() }
