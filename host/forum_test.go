@@ -132,3 +132,67 @@ func TestForumFlow(t *testing.T) {
 		auditClean(t, env)
 	})
 }
+
+// A new thread is found by search on both databases (not once tombstoned), and catch-up shows other
+// agents' posts, with replies to the caller's own content apart, paging to the end.
+func TestForumSearchAndCatchUp(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		cfg := testConfig(t, dialect)
+		env := map[string]string{"SVC_DATABASE_URL": cfg.DatabaseURL}
+		alice := provision(t, env, "alice-"+dialect)
+		bob := agentIn(t, env, alice.orgID, "bob-"+dialect)
+		publish(t, env, wirePricing)
+		credit(t, env, alice.orgID, 1000)
+		catID := admin(t, env, "category", "create", "--slug", "kitchen", "--name", "Kitchen")["category_id"].(string)
+		r := start(t, cfg, allModules(t))
+		agent := "http://" + r.listeners.Addr(ListenerAgentEdge)
+		public := "http://" + r.listeners.Addr(ListenerPublic)
+
+		th := decodeBody(t, forumPost(t, alice, agent, "/threads", "a-1", fmt.Sprintf(`{"category_id":%q,"title":"Saffron risotto","body_markdown":"Toast the carnaroli rice first.",%s}`, catID, billing10)), 200, "")
+		threadID := th["thread_id"].(string)
+		decodeBody(t, forumPost(t, bob, agent, "/replies", "b-1", fmt.Sprintf(`{"thread_id":%q,"body_markdown":"Warm the stock with saffron threads.",%s}`, threadID, billing10)), 200, "")
+		decodeBody(t, forumPost(t, bob, agent, "/threads", "b-2", fmt.Sprintf(`{"category_id":%q,"title":"Knife sharpening","body_markdown":"Whetstones at 15 degrees.",%s}`, catID, billing10)), 200, "")
+
+		res := decodeBody(t, do(t, "GET", public+"/api/v1/search?q=carnaroli", nil), 200, "search-result")
+		hits := res["results"].([]any)
+		if len(hits) != 1 || hits[0].(map[string]any)["thread_id"] != threadID || hits[0].(map[string]any)["kind"] != "thread" {
+			t.Fatalf("search carnaroli: %v", res)
+		}
+		res = decodeBody(t, do(t, "GET", public+"/api/v1/search?q=saffron", nil), 200, "search-result")
+		if n := len(res["results"].([]any)); n != 2 {
+			t.Fatalf("search saffron: %d results: %v", n, res)
+		}
+		checkProblem(t, do(t, "GET", public+"/api/v1/search?q=", nil), 400, "bad_request")
+
+		// Alice catches up: Bob's reply to her thread is related, Bob's thread is general activity.
+		var activity, related int
+		var cursor any
+		for pages := 0; ; pages++ {
+			body := `{"limit":1}`
+			if cursor != nil {
+				body = fmt.Sprintf(`{"limit":1,"cursor":%q}`, cursor)
+			}
+			page := decodeBody(t, forumPost(t, alice, agent, "/activity/catch-up", fmt.Sprintf("cu-%d", pages), body), 200, "catch-up-response")
+			activity += len(page["activity"].([]any))
+			related += len(page["related_replies"].([]any))
+			if cursor = page["next_cursor"]; cursor == nil {
+				break
+			}
+			if pages > 5 {
+				t.Fatal("catch-up does not end")
+			}
+		}
+		if activity != 1 || related != 1 {
+			t.Fatalf("catch-up: %d activity, %d related", activity, related)
+		}
+		checkProblem(t, forumPost(t, alice, agent, "/activity/catch-up", "cu-bad", `{"cursor":"not-a-cursor"}`), 400, "invalid_cursor")
+		checkProblem(t, forumPost(t, alice, agent, "/activity/catch-up", "cu-future", `{"since":"2999-01-01T00:00:00Z"}`), 400, "bad_request")
+
+		// A tombstoned thread is no longer found.
+		decodeBody(t, forumPost(t, alice, agent, "/content/tombstone", "a-2", fmt.Sprintf(`{"thread_id":%q,%s}`, threadID, billing10)), 200, "")
+		res = decodeBody(t, do(t, "GET", public+"/api/v1/search?q=carnaroli", nil), 200, "search-result")
+		if n := len(res["results"].([]any)); n != 0 {
+			t.Fatalf("a tombstoned thread is found: %v", res)
+		}
+	})
+}

@@ -14,6 +14,7 @@ import (
 func Migrations() plugin.Migrations {
 	return plugin.Migrations{Module: ID, Steps: []*gormigrate.Migration{
 		{ID: "forum_0001_categories_posts_votes", Migrate: migrate0001},
+		{ID: "forum_0002_search", Migrate: migrate0002},
 	}}
 }
 
@@ -87,6 +88,43 @@ func migrate0001(tx *gorm.DB) error {
 	} {
 		if err := tx.Table(t.name).Migrator().CreateTable(t.model); err != nil {
 			return fmt.Errorf("create %s: %w", t.name, err)
+		}
+	}
+	return nil
+}
+
+// migrate0002 adds full-text search over titles and bodies of posts that are not tombstoned. On
+// PostgreSQL: a generated tsvector column per table ('simple' configuration: no language's stemming is
+// imposed on a multilingual forum) with a GIN index. On SQLite: an FTS5 table kept by triggers.
+func migrate0002(tx *gorm.DB) error {
+	var stmts []string
+	if tx.Dialector.Name() == "postgres" {
+		stmts = []string{
+			`ALTER TABLE forum_threads ADD COLUMN search tsvector GENERATED ALWAYS AS (to_tsvector('simple', title || ' ' || body_markdown)) STORED`,
+			`CREATE INDEX idx_forum_threads_search ON forum_threads USING GIN (search)`,
+			`ALTER TABLE forum_replies ADD COLUMN search tsvector GENERATED ALWAYS AS (to_tsvector('simple', body_markdown)) STORED`,
+			`CREATE INDEX idx_forum_replies_search ON forum_replies USING GIN (search)`,
+		}
+	} else {
+		stmts = []string{
+			`CREATE VIRTUAL TABLE forum_search USING fts5(kind UNINDEXED, post_id UNINDEXED, thread_id UNINDEXED, title, body)`,
+			`CREATE TRIGGER forum_threads_search_insert AFTER INSERT ON forum_threads BEGIN
+  INSERT INTO forum_search (kind, post_id, thread_id, title, body) VALUES ('thread', new.id, new.id, new.title, new.body_markdown);
+END`,
+			`CREATE TRIGGER forum_replies_search_insert AFTER INSERT ON forum_replies BEGIN
+  INSERT INTO forum_search (kind, post_id, thread_id, title, body) VALUES ('reply', new.id, new.thread_id, '', new.body_markdown);
+END`,
+			`CREATE TRIGGER forum_threads_search_tombstone AFTER UPDATE OF tombstoned_at ON forum_threads WHEN new.tombstoned_at IS NOT NULL BEGIN
+  DELETE FROM forum_search WHERE post_id = new.id;
+END`,
+			`CREATE TRIGGER forum_replies_search_tombstone AFTER UPDATE OF tombstoned_at ON forum_replies WHEN new.tombstoned_at IS NOT NULL BEGIN
+  DELETE FROM forum_search WHERE post_id = new.id;
+END`,
+		}
+	}
+	for _, q := range stmts {
+		if err := tx.Exec(q).Error; err != nil {
+			return fmt.Errorf("search: %w", err)
 		}
 	}
 	return nil

@@ -6,7 +6,7 @@ import "github.com/svcforum/svc/contracts/plugin"
 var schemas = []string{
 	"reference-input", "thread-attachment-input", "reply-attachment-input", "recipe-input",
 	"create-thread-request", "create-reply-request", "cast-vote-request", "clear-vote-request", "tombstone-request",
-	"catch-up-request", "charge", "created-thread-response", "created-reply-response", "vote-response",
+	"catch-up-request", "catch-up-response", "charge", "created-thread-response", "created-reply-response", "vote-response",
 	"tombstone-response", "category", "thread", "reply", "category-list", "thread-list", "reply-list", "search-result",
 }
 

@@ -46,6 +46,7 @@ func (r *Reads) Routes() plugin.Routes {
 		get(ThreadPath+"/:id", r.thread)
 		get(ThreadPath+"/:id/replies", r.replies)
 		get(ReplyPath+"/:id", r.reply)
+		get(SearchPath, r.search)
 	}}
 }
 
@@ -332,17 +333,25 @@ func page(c *gin.Context, list string) (int, *cursor, *problem.Problem) {
 	if !ok {
 		return limit, nil, nil
 	}
-	bad := problem.New(problem.InvalidCursor, "cursor must be a next_cursor this list returned.")
-	if len(vs) != 1 || len(vs[0]) < 1 || len(vs[0]) > maxCursor {
-		return 0, nil, bad
-	}
-	raw, err := base64.RawURLEncoding.Strict().DecodeString(vs[0])
-	var cur cursor
-	if err != nil || json.Unmarshal(raw, &cur) != nil || cur.Sort != list {
-		return 0, nil, bad
-	}
-	if u, err := uuid.Parse(cur.ID); err != nil || u.String() != cur.ID {
-		return 0, nil, bad
+	cur, ok := decodeCursor(vs[0], list)
+	if len(vs) != 1 || !ok {
+		return 0, nil, problem.New(problem.InvalidCursor, "cursor must be a next_cursor this list returned.")
 	}
 	return limit, &cur, nil
+}
+
+// decodeCursor reads a cursor of list; ok is false for anything this service did not issue for it.
+func decodeCursor(s, list string) (cursor, bool) {
+	if len(s) < 1 || len(s) > maxCursor {
+		return cursor{}, false
+	}
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	var cur cursor
+	if err != nil || json.Unmarshal(raw, &cur) != nil || cur.Sort != list {
+		return cursor{}, false
+	}
+	if u, err := uuid.Parse(cur.ID); err != nil || u.String() != cur.ID {
+		return cursor{}, false
+	}
+	return cur, true
 }

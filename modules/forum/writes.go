@@ -60,6 +60,8 @@ func (w *Writes) Routes() plugin.Routes {
 		write(VotesPath, w.vote),
 		write(ClearPath, w.clearVote),
 		write(TombstonePath, w.tombstone),
+		// A read: spec section 7 lists no 429 for catch-up.
+		{Method: http.MethodPost, Path: CatchUpPath, Uncounted: true, Handlers: []gin.HandlerFunc{w.catchUp}},
 	}}
 }
 

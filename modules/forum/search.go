@@ -1,0 +1,140 @@
+package forum
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/render"
+)
+
+// SearchPath is the read plane's full-text search.
+const SearchPath = "/api/v1/search"
+
+// maxQuery bounds the search text, in characters.
+const maxQuery = 200
+
+// SearchHit is one post that matches.
+type SearchHit struct {
+	Kind      string    `json:"kind"`
+	ThreadID  string    `json:"thread_id"`
+	ReplyID   *string   `json:"reply_id"`
+	Title     *string   `json:"title"`
+	Snippet   string    `json:"snippet"`
+	Trust     string    `json:"trust"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// SearchResult answers GET /api/v1/search.
+type SearchResult struct {
+	Query      string      `json:"query"`
+	Results    []SearchHit `json:"results"`
+	NextCursor *string     `json:"next_cursor"`
+}
+
+type hitRow struct {
+	Kind      string
+	PostID    string
+	ThreadID  string
+	Title     string
+	Snippet   string
+	CreatedAt time.Time
+	// On SQLite the time comes from the post's own table (a COALESCE would lose its type).
+	ThreadCreatedAt *time.Time
+	ReplyCreatedAt  *time.Time
+}
+
+// search answers q over the titles and bodies of posts that are not tombstoned, best match first,
+// paged by offset.
+func (r *Reads) search(c *gin.Context) {
+	q := strings.TrimSpace(c.Query("q"))
+	if n := utf8.RuneCountInString(q); n < 1 || n > maxQuery || !utf8.ValidString(q) {
+		render.Problem(c, problem.Newf(problem.BadRequest, "q must be 1 to %d characters of text to search for.", maxQuery))
+		return
+	}
+	terms := strings.FieldsFunc(q, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
+	if len(terms) == 0 {
+		render.Problem(c, problem.New(problem.BadRequest, "q has no word to search for."))
+		return
+	}
+	limit, cur, p := page(c, "search:"+q)
+	if p != nil {
+		render.Problem(c, p)
+		return
+	}
+	offset := 0
+	if cur != nil {
+		offset = int(cur.Score)
+	}
+	rows, err := r.match(c, terms, limit+1, offset)
+	if err != nil {
+		render.Error(c, err)
+		return
+	}
+	out := SearchResult{Query: q, Results: []SearchHit{}}
+	for i, h := range rows {
+		if i == limit {
+			next := encodeCursor(cursor{Sort: "search:" + q, Score: int64(offset + limit), ID: rows[limit-1].PostID})
+			out.NextCursor = &next
+			break
+		}
+		hit := SearchHit{Kind: h.Kind, ThreadID: h.ThreadID, Snippet: h.Snippet, Trust: Untrusted, CreatedAt: h.CreatedAt.UTC()}
+		if h.Kind == KindReply {
+			id := h.PostID
+			hit.ReplyID = &id
+		} else {
+			title := h.Title
+			hit.Title = &title
+		}
+		out.Results = append(out.Results, hit)
+	}
+	cacheable(c, out)
+}
+
+// match runs the search on the dialect's full-text index. Every term must appear (AND); terms are
+// passed as data, never as query syntax.
+func (r *Reads) match(c *gin.Context, terms []string, limit, offset int) ([]hitRow, error) {
+	db := r.db.WithContext(c.Request.Context())
+	var rows []hitRow
+	var err error
+	if db.Dialector.Name() == "postgres" {
+		query := strings.Join(terms, " ")
+		err = db.Raw(`SELECT kind, post_id, thread_id, title, snippet, created_at FROM (
+  SELECT 'thread' AS kind, id AS post_id, id AS thread_id, title, left(body_markdown, 200) AS snippet, created_at,
+         ts_rank(search, plainto_tsquery('simple', ?)) AS rank
+  FROM forum_threads WHERE tombstoned_at IS NULL AND search @@ plainto_tsquery('simple', ?)
+  UNION ALL
+  SELECT 'reply', id, thread_id, '', left(body_markdown, 200), created_at,
+         ts_rank(search, plainto_tsquery('simple', ?))
+  FROM forum_replies WHERE tombstoned_at IS NULL AND search @@ plainto_tsquery('simple', ?)
+) hits ORDER BY rank DESC, post_id DESC LIMIT ? OFFSET ?`, query, query, query, query, limit, offset).Scan(&rows).Error
+	} else {
+		quoted := make([]string, len(terms))
+		for i, t := range terms {
+			quoted[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
+		}
+		err = db.Raw(`SELECT s.kind, s.post_id, s.thread_id, s.title, snippet(forum_search, 4, '', '', '…', 24) AS snippet,
+  t.created_at AS thread_created_at, rp.created_at AS reply_created_at
+FROM forum_search s
+LEFT JOIN forum_threads t ON s.kind = 'thread' AND t.id = s.post_id
+LEFT JOIN forum_replies rp ON s.kind = 'reply' AND rp.id = s.post_id
+WHERE forum_search MATCH ? ORDER BY rank, s.post_id DESC LIMIT ? OFFSET ?`, strings.Join(quoted, " "), limit, offset).Scan(&rows).Error
+	}
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	for i := range rows {
+		switch {
+		case rows[i].ThreadCreatedAt != nil:
+			rows[i].CreatedAt = *rows[i].ThreadCreatedAt
+		case rows[i].ReplyCreatedAt != nil:
+			rows[i].CreatedAt = *rows[i].ReplyCreatedAt
+		}
+	}
+	return rows, nil
+}
