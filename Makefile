@@ -41,7 +41,7 @@ images: ## build the PostgreSQL and service images offline (only what changed)
 	build/postgres/build.sh
 	build/svc/build.sh
 
-tools: ## install the command-line tools the tests use (openssl, curl) when missing
+tools: ## install the command-line tools the tests use (openssl, curl, chromium) when missing
 	@build/tools.sh
 
 lint: $(BIN)/staticcheck ## gofmt, go vet and staticcheck over every module

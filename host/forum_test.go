@@ -120,6 +120,16 @@ func TestForumFlow(t *testing.T) {
 			t.Fatalf("If-None-Match: %d", res.status)
 		}
 
+		// The HTML pages: the thread is found by the search page; what the agent wrote is text there.
+		page := do(t, "GET", public+"/forum/search?q=lentils", nil)
+		if page.status != 200 || !strings.Contains(string(page.body), `href="/forum/t/`+threadID+`"`) ||
+			strings.Contains(string(page.body), "<script>alert") || page.header.Get("Content-Security-Policy") == "" {
+			t.Fatalf("search page: %d %s", page.status, page.body)
+		}
+		if page := do(t, "GET", public+"/forum/t/"+threadID, nil); page.status != 200 || !strings.Contains(string(page.body), "Weeknight dal") {
+			t.Fatalf("thread page: %d", page.status)
+		}
+
 		// One charge per write: thread 10, reply 5, vote 1, clear 0, tombstone 1.
 		usage := decodeBody(t, signedGet(t, id, agent, "/usage"), 200, "usage-response")
 		if n := len(usage["events"].([]any)); n != 5 {

@@ -84,7 +84,7 @@ func (w *Writes) catchUp(c *gin.Context) {
 		case req.Since != nil:
 			since = req.Since.UTC()
 		default:
-			last, err := lastAuthored(db, p.AgentID)
+			last, err := lastAuthored(db, p.AgentID, now)
 			if err != nil {
 				render.Error(c, err)
 				return
@@ -136,7 +136,7 @@ type catchItem struct {
 }
 
 // lastAuthored is when the agent last wrote a thread or a reply; never, and it is fourteen days ago.
-func lastAuthored(db *gorm.DB, agentID string) (time.Time, error) {
+func lastAuthored(db *gorm.DB, agentID string, now time.Time) (time.Time, error) {
 	var t []threadRow
 	var r []replyRow
 	if err := db.Where("author_id = ?", agentID).Order("id DESC").Limit(1).Find(&t).Error; err != nil {
@@ -153,7 +153,7 @@ func lastAuthored(db *gorm.DB, agentID string) (time.Time, error) {
 		last = r[0].CreatedAt
 	}
 	if last.IsZero() {
-		return time.Now().UTC().Add(-catchUpWindow), nil
+		return now.UTC().Add(-catchUpWindow), nil
 	}
 	return last.UTC(), nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -43,7 +44,7 @@ func (cs *Categories) Create(ctx context.Context, slug, name, description string
 	if err := checkCategoryText(name, description); err != nil {
 		return Category{}, err
 	}
-	now := cs.clock.Now()
+	now := cs.clock.Now().UTC().Truncate(time.Microsecond)
 	row := categoryRow{ID: uuid.Must(uuid.NewV7()).String(), Slug: slug, Name: name, Description: description,
 		State: CategoryOpen, CreatedAt: now, UpdatedAt: now}
 	if err := cs.db.WithContext(ctx).Create(&row).Error; err != nil {
@@ -80,7 +81,7 @@ func (cs *Categories) Update(ctx context.Context, slug string, ch CategoryChange
 	if err := checkCategoryText(row.Name, row.Description); err != nil {
 		return Category{}, err
 	}
-	row.UpdatedAt = cs.clock.Now()
+	row.UpdatedAt = cs.clock.Now().UTC().Truncate(time.Microsecond)
 	if err := db.Model(&row).Select("name", "description", "state", "updated_at").Updates(&row).Error; err != nil {
 		return Category{}, fmt.Errorf("update category: %w", err)
 	}

@@ -22,6 +22,7 @@ func Module() fx.Option {
 		fx.Provide(
 			plugin.AsRoutes((*Writes).Routes),
 			plugin.AsRoutes((*Reads).Routes),
+			plugin.AsRoutes((*Reads).Pages),
 			plugin.AsMigrations(Migrations),
 			plugin.AsPublications(Publications),
 		),

@@ -353,5 +353,9 @@ func decodeCursor(s, list string) (cursor, bool) {
 	if u, err := uuid.Parse(cur.ID); err != nil || u.String() != cur.ID {
 		return cursor{}, false
 	}
+	// Only the exact form the service issues: no spaces, no extra members, no other encoding.
+	if encodeCursor(cur) != s {
+		return cursor{}, false
+	}
 	return cur, true
 }

@@ -41,7 +41,7 @@ type hitRow struct {
 	Kind      string
 	PostID    string
 	ThreadID  string
-	Title     string
+	Title     string // the thread's, for a reply too
 	Snippet   string
 	CreatedAt time.Time
 	// On SQLite the time comes from the post's own table (a COALESCE would lose its type).
@@ -53,13 +53,9 @@ type hitRow struct {
 // paged by offset.
 func (r *Reads) search(c *gin.Context) {
 	q := strings.TrimSpace(c.Query("q"))
-	if n := utf8.RuneCountInString(q); n < 1 || n > maxQuery || !utf8.ValidString(q) {
-		render.Problem(c, problem.Newf(problem.BadRequest, "q must be 1 to %d characters of text to search for.", maxQuery))
-		return
-	}
-	terms := strings.FieldsFunc(q, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
-	if len(terms) == 0 {
-		render.Problem(c, problem.New(problem.BadRequest, "q has no word to search for."))
+	terms, p := searchTerms(q)
+	if p != nil {
+		render.Problem(c, p)
 		return
 	}
 	limit, cur, p := page(c, "search:"+q)
@@ -71,10 +67,31 @@ func (r *Reads) search(c *gin.Context) {
 	if cur != nil {
 		offset = int(cur.Score)
 	}
-	rows, err := r.match(c, terms, limit+1, offset)
+	out, err := r.hits(c, q, terms, limit, offset)
 	if err != nil {
 		render.Error(c, err)
 		return
+	}
+	cacheable(c, out)
+}
+
+// searchTerms splits q into the words searched for; q must be 1..200 characters with a word in it.
+func searchTerms(q string) ([]string, *problem.Problem) {
+	if n := utf8.RuneCountInString(q); n < 1 || n > maxQuery || !utf8.ValidString(q) {
+		return nil, problem.Newf(problem.BadRequest, "q must be 1 to %d characters of text to search for.", maxQuery)
+	}
+	terms := strings.FieldsFunc(q, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
+	if len(terms) == 0 {
+		return nil, problem.New(problem.BadRequest, "q has no word to search for.")
+	}
+	return terms, nil
+}
+
+// hits returns one page of results for q.
+func (r *Reads) hits(c *gin.Context, q string, terms []string, limit, offset int) (SearchResult, error) {
+	rows, err := r.match(c, terms, limit+1, offset)
+	if err != nil {
+		return SearchResult{}, err
 	}
 	out := SearchResult{Query: q, Results: []SearchHit{}}
 	for i, h := range rows {
@@ -87,13 +104,14 @@ func (r *Reads) search(c *gin.Context) {
 		if h.Kind == KindReply {
 			id := h.PostID
 			hit.ReplyID = &id
-		} else {
+		}
+		if h.Title != "" { // the thread's title; none once the thread is tombstoned
 			title := h.Title
 			hit.Title = &title
 		}
 		out.Results = append(out.Results, hit)
 	}
-	cacheable(c, out)
+	return out, nil
 }
 
 // match runs the search on the dialect's full-text index. Every term must appear (AND); terms are
@@ -109,20 +127,23 @@ func (r *Reads) match(c *gin.Context, terms []string, limit, offset int) ([]hitR
          ts_rank(search, plainto_tsquery('simple', ?)) AS rank
   FROM forum_threads WHERE tombstoned_at IS NULL AND search @@ plainto_tsquery('simple', ?)
   UNION ALL
-  SELECT 'reply', id, thread_id, '', left(body_markdown, 200), created_at,
-         ts_rank(search, plainto_tsquery('simple', ?))
-  FROM forum_replies WHERE tombstoned_at IS NULL AND search @@ plainto_tsquery('simple', ?)
+  SELECT 'reply', r.id, r.thread_id, CASE WHEN t.tombstoned_at IS NULL THEN t.title ELSE '' END, left(r.body_markdown, 200), r.created_at,
+         ts_rank(r.search, plainto_tsquery('simple', ?))
+  FROM forum_replies r JOIN forum_threads t ON t.id = r.thread_id
+  WHERE r.tombstoned_at IS NULL AND r.search @@ plainto_tsquery('simple', ?)
 ) hits ORDER BY rank DESC, post_id DESC LIMIT ? OFFSET ?`, query, query, query, query, limit, offset).Scan(&rows).Error
 	} else {
 		quoted := make([]string, len(terms))
 		for i, t := range terms {
 			quoted[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
 		}
-		err = db.Raw(`SELECT s.kind, s.post_id, s.thread_id, s.title, snippet(forum_search, 4, '', '', '…', 24) AS snippet,
+		err = db.Raw(`SELECT s.kind, s.post_id, s.thread_id, CASE WHEN th.tombstoned_at IS NULL THEN th.title ELSE '' END AS title,
+  snippet(forum_search, 4, '', '', '…', 24) AS snippet,
   t.created_at AS thread_created_at, rp.created_at AS reply_created_at
 FROM forum_search s
 LEFT JOIN forum_threads t ON s.kind = 'thread' AND t.id = s.post_id
 LEFT JOIN forum_replies rp ON s.kind = 'reply' AND rp.id = s.post_id
+JOIN forum_threads th ON th.id = s.thread_id
 WHERE forum_search MATCH ? ORDER BY rank, s.post_id DESC LIMIT ? OFFSET ?`, strings.Join(quoted, " "), limit, offset).Scan(&rows).Error
 	}
 	if err != nil {

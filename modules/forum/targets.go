@@ -49,6 +49,23 @@ func (t target) lock(tx *gorm.DB) error {
 	if tombstoned > 0 {
 		return problem.Newf(problem.ContentTombstoned, "The %s is tombstoned.", t.kind)
 	}
+	// Like every write, it needs the post's category to be open.
+	threadID := t.id
+	if t.kind == KindReply {
+		var ids []string
+		if err := tx.Model(&replyRow{}).Where("id = ?", t.id).Pluck("thread_id", &ids).Error; err != nil || len(ids) != 1 {
+			return fmt.Errorf("read the reply's thread: %v", err)
+		}
+		threadID = ids[0]
+	}
+	var states []string
+	if err := tx.Table("forum_categories AS c").Joins("JOIN forum_threads AS t ON t.category_id = c.id").
+		Where("t.id = ?", threadID).Pluck("c.state", &states).Error; err != nil || len(states) != 1 {
+		return fmt.Errorf("read the category's state: %v", err)
+	}
+	if states[0] != CategoryOpen {
+		return problem.Newf(problem.CategoryNotOpen, "The post's category is %s: it takes no writes.", states[0])
+	}
 	return nil
 }
 

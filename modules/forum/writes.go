@@ -70,7 +70,8 @@ func (w *Writes) run(c *gin.Context, fn func(tx *gorm.DB, p port.Principal, now 
 	ctx := c.Request.Context()
 	p, _ := port.PrincipalFrom(ctx)
 	status, body, err := port.Write(ctx, w.db, func(tx *gorm.DB) (int, any, error) {
-		v, err := fn(tx, p, w.clock.Now())
+		// Microseconds, as PostgreSQL stores them, so a write answers the time the read plane serves.
+		v, err := fn(tx, p, w.clock.Now().UTC().Truncate(time.Microsecond))
 		return http.StatusOK, v, err
 	})
 	if err != nil {
@@ -164,6 +165,9 @@ func (w *Writes) createReply(c *gin.Context) {
 			if parent.ThreadID != th.ID {
 				return nil, invalid("/parent_reply_id", "thread", "the parent reply belongs to another thread")
 			}
+			if parent.TombstonedAt != nil {
+				return nil, problem.New(problem.ContentTombstoned, "The parent reply is tombstoned: it takes no new replies.")
+			}
 		}
 		row := replyRow{ID: newID(), ThreadID: th.ID, ParentReplyID: req.ParentReplyID, AuthorID: p.AgentID,
 			AuthorHandle: p.Handle, BodyMarkdown: req.BodyMarkdown, Intent: orDefault(req.Intent, "answer"),
@@ -225,8 +229,10 @@ func addReferences(tx *gorm.DB, kind, id string, refs []ReferenceInput, now time
 			return problem.Newf(problem.DuplicateReference, "references/%d repeats an earlier reference", i).With("pointer", fmt.Sprintf("/references/%d", i))
 		}
 		seen[edge] = true
-		if err := visible(tx, targetKind, targetID); err != nil {
+		if err := visible(tx, targetKind, targetID); errors.Is(err, gorm.ErrRecordNotFound) {
 			return problem.Newf(problem.NotFound, "references/%d names no visible %s", i, targetKind).With("pointer", fmt.Sprintf("/references/%d", i))
+		} else if err != nil {
+			return fmt.Errorf("find reference target: %w", err)
 		}
 		row := referenceRow{ID: newID(), SourceKind: kind, SourceID: id, ReferenceType: r.ReferenceType,
 			TargetKind: targetKind, TargetID: targetID, CreatedAt: now}

@@ -1,0 +1,657 @@
+package forum
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/problem"
+)
+
+// The HTML pages' paths, on the public listener beside the JSON read plane they mirror.
+const (
+	PagesPath     = "/forum"
+	CategoryPages = PagesPath + "/c"
+	ThreadPages   = PagesPath + "/t"
+	SearchPage    = PagesPath + "/search"
+)
+
+const (
+	pageReplyLimit = maxLimit // replies per thread page when the query names no limit
+	maxNesting     = 6        // deeper replies are shown beside their parent, "in reply to" it
+)
+
+// The pages' response headers: no script of any kind runs, only inline styles and same-origin images.
+const (
+	PagesCSP       = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'"
+	pagesMediaType = "text/html; charset=utf-8"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+// pages renders the HTML pages: html/template for every string, Markdown sanitised by markdown.
+type pages struct {
+	reads *Reads
+	md    *markdown
+	tmpl  map[string]*template.Template
+}
+
+// Pages are the forum's HTML pages for people on the public listener: the categories, a category's
+// threads and a thread with its replies. They hold no JavaScript and serve a strict
+// Content-Security-Policy; every post is labelled as agent-written, untrusted content.
+func (r *Reads) Pages() plugin.Routes {
+	p := &pages{reads: r, md: newMarkdown(), tmpl: parsePages()}
+	return plugin.Routes{Module: ID, Plane: plugin.Public, Mount: func(g gin.IRouter) {
+		get := func(path string, h gin.HandlerFunc) { g.GET(path, h); g.HEAD(path, h) }
+		get(PagesPath, p.categories)
+		get(CategoryPages+"/:slug", p.category)
+		get(ThreadPages+"/:id", p.thread)
+		get(SearchPage, p.search)
+	}}
+}
+
+// parsePages parses each page with the layout. The templates are embedded, so an error is a bug that
+// every test run finds.
+func parsePages() map[string]*template.Template {
+	funcs := template.FuncMap{
+		"when":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+		"iso":     func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"signed":  func(n int64) string { return fmt.Sprintf("%+d", n) },
+		"minutes": minutesText,
+	}
+	out := map[string]*template.Template{}
+	for _, name := range []string{"categories", "category", "thread", "search", "error"} {
+		out[name] = template.Must(template.New("layout.html").Funcs(funcs).
+			ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
+	}
+	return out
+}
+
+// categoriesPage is /forum.
+type categoriesPage struct {
+	Categories []Category
+}
+
+// categoryPage is /forum/c/{slug}: a page of threads, newest or top first.
+type categoryPage struct {
+	Category Category
+	Top      bool
+	Threads  []threadItem
+	NextURL  string
+	FirstURL string // set on a later page
+}
+
+// threadItem is a thread in a category's list.
+type threadItem struct {
+	Thread
+	TitleText string
+}
+
+// threadPage is /forum/t/{id}: the thread, its recipe and one page of its replies.
+type threadPage struct {
+	Thread    Thread
+	TitleText string
+	Category  Category
+	Body      template.HTML
+	Refs      []refLink
+	Recipe    *recipeCard
+	Replies   []*replyNode
+	NextURL   string
+	FirstURL  string // set on a later page of replies
+}
+
+// replyNode is a reply placed in the tree of its page.
+type replyNode struct {
+	Reply
+	Body         template.HTML
+	Refs         []refLink
+	ParentHandle string // set when the reply answers another one
+	Children     []*replyNode
+	depth        int
+	holder       *[]*replyNode // the list it is shown in
+}
+
+// refLink is a reference shown as a link to its target.
+type refLink struct {
+	Type string
+	Kind string
+	Href string
+}
+
+// searchPage is /forum/search?q=: a form, and the posts that match, best first.
+type searchPage struct {
+	Query   string
+	Results []SearchHit
+	NextURL string
+}
+
+// search renders the form and, for q, one page of what the JSON search answers.
+func (p *pages) search(c *gin.Context) {
+	q := strings.TrimSpace(c.Query("q"))
+	out := searchPage{Query: q}
+	if q == "" {
+		p.write(c, http.StatusOK, "search", out)
+		return
+	}
+	terms, prob := searchTerms(q)
+	if prob != nil {
+		p.problem(c, prob)
+		return
+	}
+	limit, cur, prob := page(c, "search:"+q)
+	if prob != nil {
+		p.problem(c, prob)
+		return
+	}
+	offset := 0
+	if cur != nil {
+		offset = int(cur.Score)
+	}
+	res, err := p.reads.hits(c, q, terms, limit, offset)
+	if err != nil {
+		p.fail(c, err)
+		return
+	}
+	out.Results = res.Results
+	if res.NextCursor != nil {
+		out.NextURL = SearchPage + "?q=" + url.QueryEscape(q) + "&cursor=" + url.QueryEscape(*res.NextCursor)
+	}
+	p.write(c, http.StatusOK, "search", out)
+}
+
+// errorPage is a 4xx page.
+type errorPage struct {
+	Status  int
+	Heading string
+	Detail  string
+}
+
+func (p *pages) categories(c *gin.Context) {
+	var rows []categoryRow
+	if err := p.reads.db.WithContext(c.Request.Context()).Order("slug").Find(&rows).Error; err != nil {
+		p.fail(c, fmt.Errorf("list categories: %w", err))
+		return
+	}
+	out := categoriesPage{Categories: make([]Category, 0, len(rows))}
+	for _, row := range rows {
+		out.Categories = append(out.Categories, categoryView(row))
+	}
+	p.write(c, http.StatusOK, "categories", out)
+}
+
+// category lists a category's threads with the JSON plane's queries and cursors.
+func (p *pages) category(c *gin.Context) {
+	var cat categoryRow
+	if err := p.reads.db.WithContext(c.Request.Context()).Where("slug = ?", c.Param("slug")).Take(&cat).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			p.problem(c, problem.New(problem.NotFound, "No category has this slug."))
+		} else {
+			p.fail(c, fmt.Errorf("find category: %w", err))
+		}
+		return
+	}
+	sort := c.DefaultQuery("sort", "newest")
+	if sort != "newest" && sort != "top" {
+		p.problem(c, problem.New(problem.BadRequest, "sort must be newest or top."))
+		return
+	}
+	limit, cur, prob := page(c, sort)
+	if prob != nil {
+		p.problem(c, prob)
+		return
+	}
+	q := p.reads.db.WithContext(c.Request.Context()).Where("category_id = ?", cat.ID)
+	if sort == "top" {
+		if cur != nil {
+			q = q.Where("score < ? OR (score = ? AND id < ?)", cur.Score, cur.Score, cur.ID)
+		}
+		q = q.Order("score DESC").Order("id DESC")
+	} else {
+		if cur != nil {
+			q = q.Where("id < ?", cur.ID)
+		}
+		q = q.Order("id DESC")
+	}
+	var rows []threadRow
+	if err := q.Limit(limit + 1).Find(&rows).Error; err != nil {
+		p.fail(c, fmt.Errorf("list threads: %w", err))
+		return
+	}
+	out := categoryPage{Category: categoryView(cat), Top: sort == "top", Threads: []threadItem{}}
+	if cur != nil {
+		out.FirstURL = CategoryPages + "/" + url.PathEscape(cat.Slug)
+		if sort == "top" {
+			out.FirstURL += "?sort=top"
+		}
+	}
+	for i, row := range rows {
+		if i == limit {
+			v := url.Values{"cursor": {encodeCursor(cursor{Sort: sort, Score: rows[limit-1].Score, ID: rows[limit-1].ID})}}
+			if sort == "top" {
+				v.Set("sort", "top")
+			}
+			if _, ok := c.GetQuery("limit"); ok {
+				v.Set("limit", strconv.Itoa(limit))
+			}
+			out.NextURL = CategoryPages + "/" + url.PathEscape(cat.Slug) + "?" + v.Encode()
+			break
+		}
+		t, err := p.reads.threadView(c, row, cat.Slug)
+		if err != nil {
+			p.fail(c, err)
+			return
+		}
+		out.Threads = append(out.Threads, threadItem{Thread: t, TitleText: titleText(t)})
+	}
+	p.write(c, http.StatusOK, "category", out)
+}
+
+// thread shows a thread and a page of its replies (up to 100, in creation order), threaded by
+// parent_reply_id.
+func (p *pages) thread(c *gin.Context) {
+	ctx := c.Request.Context()
+	id := c.Param("id")
+	notFound := problem.New(problem.NotFound, "No thread has this id.")
+	if u, err := uuid.Parse(id); err != nil || u.String() != id {
+		p.problem(c, notFound)
+		return
+	}
+	var row threadRow
+	if err := p.reads.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			p.problem(c, notFound)
+		} else {
+			p.fail(c, fmt.Errorf("find thread: %w", err))
+		}
+		return
+	}
+	var cat categoryRow
+	if err := p.reads.db.WithContext(ctx).Where("id = ?", row.CategoryID).Take(&cat).Error; err != nil {
+		p.fail(c, fmt.Errorf("find the thread's category: %w", err))
+		return
+	}
+	limit, cur, prob := page(c, "replies")
+	if prob != nil {
+		p.problem(c, prob)
+		return
+	}
+	if _, ok := c.GetQuery("limit"); !ok {
+		limit = pageReplyLimit
+	}
+	q := p.reads.db.WithContext(ctx).Where("thread_id = ?", row.ID)
+	if cur != nil {
+		q = q.Where("id > ?", cur.ID)
+	}
+	var rows []replyRow
+	if err := q.Order("id ASC").Limit(limit + 1).Find(&rows).Error; err != nil {
+		p.fail(c, fmt.Errorf("list replies: %w", err))
+		return
+	}
+	t, err := p.reads.threadView(c, row, cat.Slug)
+	if err != nil {
+		p.fail(c, err)
+		return
+	}
+	self := ThreadPages + "/" + row.ID
+	out := threadPage{Thread: t, TitleText: titleText(t), Category: categoryView(cat)}
+	if cur != nil {
+		out.FirstURL = self
+	}
+	replies := make([]Reply, 0, len(rows))
+	for i, rr := range rows {
+		if i == limit {
+			v := url.Values{"cursor": {encodeCursor(cursor{Sort: "replies", ID: rows[limit-1].ID})}}
+			if _, ok := c.GetQuery("limit"); ok {
+				v.Set("limit", strconv.Itoa(limit))
+			}
+			out.NextURL = self + "?" + v.Encode()
+			break
+		}
+		rv, err := p.reads.replyView(c, rr)
+		if err != nil {
+			p.fail(c, err)
+			return
+		}
+		replies = append(replies, rv)
+	}
+	links, err := p.referenceLinks(c, t, replies)
+	if err != nil {
+		p.fail(c, err)
+		return
+	}
+	out.Refs = links(t.References)
+	if t.BodyMarkdown != nil {
+		if out.Body, err = p.md.render(*t.BodyMarkdown); err != nil {
+			p.fail(c, err)
+			return
+		}
+	}
+	if t.Recipe != nil {
+		if out.Recipe, err = newRecipeCard(t, *t.Recipe); err != nil {
+			p.fail(c, err)
+			return
+		}
+	}
+	if out.Replies, err = p.replyTree(replies, links); err != nil {
+		p.fail(c, err)
+		return
+	}
+	p.write(c, http.StatusOK, "thread", out)
+}
+
+// referenceLinks returns how the page links references: a thread to its page, a reply to its anchor
+// on its thread's page (the threads of the replies that t and replies reference are read at once).
+func (p *pages) referenceLinks(c *gin.Context, t Thread, replies []Reply) (func([]Reference) []refLink, error) {
+	var targets []string
+	collect := func(refs []Reference) {
+		for _, ref := range refs {
+			if ref.TargetKind == KindReply {
+				targets = append(targets, ref.TargetID)
+			}
+		}
+	}
+	collect(t.References)
+	for _, rv := range replies {
+		collect(rv.References)
+	}
+	threadOf := map[string]string{}
+	if len(targets) > 0 {
+		var found []replyRow
+		if err := p.reads.db.WithContext(c.Request.Context()).Select("id", "thread_id").Where("id IN ?", targets).Find(&found).Error; err != nil {
+			return nil, fmt.Errorf("find referenced replies: %w", err)
+		}
+		for _, f := range found {
+			threadOf[f.ID] = f.ThreadID
+		}
+	}
+	return func(refs []Reference) []refLink {
+		out := make([]refLink, 0, len(refs))
+		for _, ref := range refs {
+			href := ThreadPages + "/" + ref.TargetID
+			if ref.TargetKind == KindReply {
+				href = ThreadPages + "/" + threadOf[ref.TargetID] + "#r-" + ref.TargetID
+			}
+			out = append(out, refLink{Type: ref.ReferenceType, Kind: ref.TargetKind, Href: href})
+		}
+		return out
+	}, nil
+}
+
+// replyTree nests a page of replies (in creation order) by parent_reply_id. A reply whose parent is
+// not on the page starts a tree of its own; one that would be nested deeper than maxNesting is shown
+// beside its parent. Each keeps its "in reply to".
+func (p *pages) replyTree(replies []Reply, links func([]Reference) []refLink) ([]*replyNode, error) {
+	var roots []*replyNode
+	nodes := make(map[string]*replyNode, len(replies))
+	for _, rv := range replies {
+		n := &replyNode{Reply: rv, Refs: links(rv.References)}
+		if rv.BodyMarkdown != nil {
+			var err error
+			if n.Body, err = p.md.render(*rv.BodyMarkdown); err != nil {
+				return nil, err
+			}
+		}
+		nodes[rv.ID] = n
+		var parent *replyNode
+		if rv.ParentReplyID != nil {
+			parent = nodes[*rv.ParentReplyID]
+			n.ParentHandle = "an earlier reply"
+			if parent != nil {
+				n.ParentHandle = "@" + parent.Author.Handle
+			}
+		}
+		switch {
+		case parent == nil:
+			n.holder = &roots
+		case parent.depth+1 < maxNesting:
+			n.depth, n.holder = parent.depth+1, &parent.Children
+		default:
+			n.depth, n.holder = parent.depth, parent.holder
+		}
+		*n.holder = append(*n.holder, n)
+	}
+	return roots, nil
+}
+
+// titleText is a thread's title as pages show it; a tombstoned thread has none.
+func titleText(t Thread) string {
+	if t.Title == nil {
+		return "Removed thread"
+	}
+	return *t.Title
+}
+
+// problem answers a 4xx as a small HTML page.
+func (p *pages) problem(c *gin.Context, prob *problem.Problem) {
+	p.write(c, prob.Status, "error", errorPage{Status: prob.Status, Heading: prob.Title, Detail: prob.Detail})
+}
+
+// fail answers an unexpected error: the error goes to the host's logger, the person sees a plain page.
+func (p *pages) fail(c *gin.Context, err error) {
+	_ = c.Error(err)
+	p.write(c, http.StatusInternalServerError, "error", errorPage{Status: http.StatusInternalServerError,
+		Heading: "Something went wrong", Detail: "The page could not be built. Try again later."})
+}
+
+// write renders a page with the pages' headers, an ETag and a short public Cache-Control (200 only),
+// and answers 304 to a matching If-None-Match.
+func (p *pages) write(c *gin.Context, status int, name string, data any) {
+	var buf bytes.Buffer
+	if err := p.tmpl[name].ExecuteTemplate(&buf, "layout", data); err != nil {
+		_ = c.Error(fmt.Errorf("render page %s: %w", name, err))
+		status, buf = http.StatusInternalServerError, *bytes.NewBufferString("<!DOCTYPE html><title>Error</title><p>The page could not be built.</p>\n")
+	}
+	h := c.Writer.Header()
+	h.Set("Content-Security-Policy", PagesCSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	if status == http.StatusOK {
+		sum := sha256.Sum256(append([]byte(pagesMediaType+"\n"), buf.Bytes()...))
+		etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+		h.Set("ETag", etag)
+		h.Set("Cache-Control", "public, max-age=5")
+		for part := range strings.SplitSeq(c.GetHeader("If-None-Match"), ",") {
+			if v := strings.TrimPrefix(strings.TrimSpace(part), "W/"); v == etag || v == "*" {
+				c.Status(http.StatusNotModified)
+				return
+			}
+		}
+	} else {
+		h.Set("Cache-Control", "no-store")
+	}
+	c.Data(status, pagesMediaType, buf.Bytes())
+}
+
+// recipeCard is a recipe as the thread page shows it: in position order, quantities for the default
+// servings and a table of all four, and its schema.org Recipe JSON-LD.
+type recipeCard struct {
+	Recipe
+	Name        string
+	Default     []ingredientLine
+	Table       []ingredientLine
+	SourceLinks []sourceLink
+	JSONLD      template.JS
+}
+
+// ingredientLine is an ingredient with its quantity for the default servings (Quantity) and for each
+// of 1..4 servings (PerServings).
+type ingredientLine struct {
+	Name        string
+	Note        string
+	Quantity    string
+	PerServings [4]string
+}
+
+// sourceLink is a source; Href is empty when the URL is not an absolute http(s) URL (the write path
+// allows only public HTTPS, so that never happens to stored recipes), and the URL is shown as text.
+type sourceLink struct {
+	Label string
+	URL   string
+	Href  string
+}
+
+func newRecipeCard(t Thread, rec Recipe) (*recipeCard, error) {
+	rec.Ingredients = slices.Clone(rec.Ingredients)
+	slices.SortStableFunc(rec.Ingredients, func(a, b Ingredient) int { return cmp.Compare(a.Position, b.Position) })
+	rec.Steps = slices.Clone(rec.Steps)
+	slices.SortStableFunc(rec.Steps, func(a, b Step) int { return cmp.Compare(a.Position, b.Position) })
+	rec.Tips = slices.Clone(rec.Tips)
+	slices.SortStableFunc(rec.Tips, func(a, b Tip) int { return cmp.Compare(a.Position, b.Position) })
+	rec.Sources = slices.Clone(rec.Sources)
+	slices.SortStableFunc(rec.Sources, func(a, b Source) int { return cmp.Compare(a.Position, b.Position) })
+
+	card := &recipeCard{Recipe: rec, Name: titleText(t)}
+	for _, ing := range rec.Ingredients {
+		line := ingredientLine{Name: ing.Name}
+		if ing.Note != nil {
+			line.Note = *ing.Note
+		}
+		for _, q := range ing.Quantities {
+			if q.Servings >= 1 && q.Servings <= 4 {
+				line.PerServings[q.Servings-1] = q.DisplayText
+			}
+		}
+		if rec.DefaultServings >= 1 && rec.DefaultServings <= 4 {
+			line.Quantity = line.PerServings[rec.DefaultServings-1]
+		}
+		card.Default = append(card.Default, line)
+		card.Table = append(card.Table, line)
+	}
+	for _, s := range rec.Sources {
+		link := sourceLink{Label: s.Label, URL: s.URL}
+		if u, err := url.Parse(s.URL); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
+			link.Href = u.String()
+		}
+		card.SourceLinks = append(card.SourceLinks, link)
+	}
+	ld, err := recipeJSONLD(t, card)
+	if err != nil {
+		return nil, err
+	}
+	card.JSONLD = ld
+	return card, nil
+}
+
+// recipeJSONLD is the schema.org Recipe of a card, for a <script type="application/ld+json"> block.
+// It is data, never script: encoding/json writes "<", ">" and "&" as \u003c, \u003e and \u0026 (and
+// U+2028, U+2029 escaped), so no agent text can close the block or open another.
+func recipeJSONLD(t Thread, card *recipeCard) (template.JS, error) {
+	type howTo struct {
+		Type string `json:"@type"`
+		Name string `json:"name,omitempty"`
+		Text string `json:"text"`
+	}
+	type place struct {
+		Type string `json:"@type"`
+		Name string `json:"name"`
+	}
+	ld := struct {
+		Context            string   `json:"@context"`
+		Type               string   `json:"@type"`
+		Name               string   `json:"name"`
+		Description        string   `json:"description"`
+		DatePublished      string   `json:"datePublished"`
+		RecipeCuisine      string   `json:"recipeCuisine,omitempty"`
+		RecipeCategory     string   `json:"recipeCategory,omitempty"`
+		CountryOfOrigin    *place   `json:"countryOfOrigin,omitempty"`
+		Keywords           string   `json:"keywords,omitempty"`
+		PrepTime           string   `json:"prepTime"`
+		CookTime           string   `json:"cookTime"`
+		TotalTime          string   `json:"totalTime"`
+		RecipeYield        string   `json:"recipeYield"`
+		RecipeIngredient   []string `json:"recipeIngredient"`
+		RecipeInstructions []howTo  `json:"recipeInstructions"`
+		IsBasedOn          []string `json:"isBasedOn,omitempty"`
+	}{
+		Context: "https://schema.org", Type: "Recipe", Name: card.Name, Description: card.Description,
+		DatePublished: t.CreatedAt.UTC().Format(time.RFC3339),
+		PrepTime:      isoMinutes(card.PrepTimeMinutes), CookTime: isoMinutes(card.CookTimeMinutes),
+		TotalTime:   isoMinutes(card.TotalTimeMinutes),
+		RecipeYield: fmt.Sprintf("%d %s", card.DefaultServings, plural(card.DefaultServings, "serving", "servings")),
+		Keywords:    strings.Join(card.Keywords, ", "),
+	}
+	if card.RecipeCuisine != nil {
+		ld.RecipeCuisine = *card.RecipeCuisine
+	}
+	if card.RecipeCategory != nil {
+		ld.RecipeCategory = *card.RecipeCategory
+	}
+	if card.CountryOrRegion != nil {
+		ld.CountryOfOrigin = &place{Type: "Country", Name: *card.CountryOrRegion}
+	}
+	for _, line := range card.Default {
+		ld.RecipeIngredient = append(ld.RecipeIngredient, strings.TrimSpace(line.Quantity+" "+line.Name))
+	}
+	for _, s := range card.Steps {
+		step := howTo{Type: "HowToStep", Text: s.Instruction}
+		if s.Name != nil {
+			step.Name = *s.Name
+		}
+		ld.RecipeInstructions = append(ld.RecipeInstructions, step)
+	}
+	for _, s := range card.SourceLinks {
+		if s.Href != "" {
+			ld.IsBasedOn = append(ld.IsBasedOn, s.Href)
+		}
+	}
+	b, err := json.Marshal(ld) // HTML-escapes by default; never SetEscapeHTML(false) here
+	if err != nil {
+		return "", fmt.Errorf("encode recipe JSON-LD: %w", err)
+	}
+	if bytes.ContainsAny(b, "<>&") {
+		return "", errors.New("encode recipe JSON-LD: markup left unescaped")
+	}
+	return template.JS(b), nil
+}
+
+// isoMinutes is an ISO 8601 duration: PT1H30M.
+func isoMinutes(m int) string {
+	if m <= 0 {
+		return "PT0M"
+	}
+	s := "PT"
+	if m >= 60 {
+		s += strconv.Itoa(m/60) + "H"
+	}
+	if m%60 != 0 {
+		s += strconv.Itoa(m%60) + "M"
+	}
+	return s
+}
+
+// minutesText is a duration for people: "1 h 30 min".
+func minutesText(m int) string {
+	switch {
+	case m < 60:
+		return fmt.Sprintf("%d min", m)
+	case m%60 == 0:
+		return fmt.Sprintf("%d h", m/60)
+	}
+	return fmt.Sprintf("%d h %d min", m/60, m%60)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,597 @@
+package forum_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svcforum/svc/database/dbtest"
+	"github.com/svcforum/svc/modules/forum"
+)
+
+// ftThreadsURL is the thread list of a category with a query.
+func ftThreadsURL(slug string, query ...string) string {
+	u := forum.CategoriesPath + "/" + slug + "/threads"
+	if len(query) > 0 {
+		u += "?" + strings.Join(query, "&")
+	}
+	return u
+}
+
+// ftRepliesURL is the reply list of a thread with a query.
+func ftRepliesURL(thread string, query ...string) string {
+	u := forum.ThreadPath + "/" + thread + "/replies"
+	if len(query) > 0 {
+		u += "?" + strings.Join(query, "&")
+	}
+	return u
+}
+
+// ftThreadIDs returns the ids of a list's threads, checking that each is marked untrusted.
+func ftThreadIDs(t testing.TB, l forum.ThreadList) []string {
+	t.Helper()
+	ids := make([]string, 0, len(l.Threads))
+	for _, th := range l.Threads {
+		if th.Trust != "untrusted" {
+			t.Fatalf("thread %s has trust %q", th.ID, th.Trust)
+		}
+		ids = append(ids, th.ID)
+	}
+	return ids
+}
+
+// ftEqual fails unless got equals want.
+func ftEqual(t testing.TB, what string, got, want []string) {
+	t.Helper()
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("%s:\n got %v\nwant %v", what, got, want)
+	}
+}
+
+// ftPage reads one page of a thread list.
+func (w *ftWorld) ftPage(t testing.TB, target string) forum.ThreadList {
+	t.Helper()
+	var l forum.ThreadList
+	w.ftRead(t, target, "thread-list", &l)
+	return l
+}
+
+// ftWalk reads a thread list page by page with limit; between pages it calls between (which may
+// write). It returns the ids in the order served.
+func (w *ftWorld) ftWalk(t testing.TB, slug, sort string, limit int, between func(page int)) []string {
+	t.Helper()
+	var ids []string
+	q := []string{"sort=" + sort, "limit=" + strconv.Itoa(limit)}
+	for page := 0; ; page++ {
+		l := w.ftPage(t, ftThreadsURL(slug, q...))
+		if len(l.Threads) > limit || l.Sort != sort {
+			t.Fatalf("page %d: %d threads, sort %q", page, len(l.Threads), l.Sort)
+		}
+		ids = append(ids, ftThreadIDs(t, l)...)
+		if l.NextCursor == nil {
+			return ids
+		}
+		if len(l.Threads) != limit {
+			t.Fatalf("page %d has %d threads and a next cursor", page, len(l.Threads))
+		}
+		if between != nil {
+			between(page)
+		}
+		q = []string{"sort=" + sort, "limit=" + strconv.Itoa(limit), "cursor=" + url.QueryEscape(*l.NextCursor)}
+		if page > 100 {
+			t.Fatal("the walk does not end")
+		}
+	}
+}
+
+// The categories, listed by slug and one by one; an unknown slug is 404.
+func TestFtReadCategories(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := ftNewWorld(t, dialect)
+		ids := map[string]string{}
+		for _, slug := range []string{"zeta", "alpha", "mid-dle", "alpha-2"} {
+			ids[slug] = w.ftCategory(t, slug)
+		}
+		w.ftSetState(t, "zeta", forum.CategoryArchived)
+		w.ftThread(t, ftNewAgent("cook-one"), ids["mid-dle"])
+		var list forum.CategoryList
+		w.ftRead(t, forum.CategoriesPath, "category-list", &list)
+		var slugs []string
+		for _, c := range list.Categories {
+			slugs = append(slugs, c.Slug)
+			if c.ID != ids[c.Slug] || c.Name != "Category "+c.Slug || c.Description != "Threads about "+c.Slug+"." {
+				t.Fatalf("category %+v", c)
+			}
+		}
+		ftEqual(t, "slugs", slugs, []string{"alpha", "alpha-2", "mid-dle", "zeta"})
+		if list.Categories[2].ThreadCount != 1 || list.Categories[3].State != forum.CategoryArchived || list.Categories[0].State != forum.CategoryOpen {
+			t.Fatalf("categories %+v", list.Categories)
+		}
+		var one forum.Category
+		w.ftRead(t, forum.CategoriesPath+"/mid-dle", "category", &one)
+		if one.ID != ids["mid-dle"] || one.ThreadCount != 1 || !one.CreatedAt.Equal(ftT0) {
+			t.Fatalf("category %+v", one)
+		}
+		for _, target := range []string{forum.CategoriesPath + "/nope", forum.CategoriesPath + "/ALPHA", ftThreadsURL("nope")} {
+			ftExpect(t, w.get(target), http.StatusNotFound, "not_found")
+		}
+	})
+}
+
+// A category's threads, newest first and by score; other categories' threads stay out.
+func TestFtReadThreadOrders(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := ftNewWorld(t, dialect)
+		cat := w.ftCategory(t, "cooking")
+		other := w.ftCategory(t, "other")
+		a, b, c := ftNewAgent("cook-one"), ftNewAgent("cook-two"), ftNewAgent("cook-three")
+		var th []string
+		for range 5 {
+			th = append(th, w.ftThread(t, a, cat))
+			w.ftThread(t, a, other)
+		}
+		// Scores: th[0] 0, th[1] 2, th[2] 1, th[3] -1, th[4] 0.
+		w.ftVote(t, b, forum.KindThread, th[1], "up")
+		w.ftVote(t, c, forum.KindThread, th[1], "up")
+		w.ftVote(t, b, forum.KindThread, th[2], "up")
+		w.ftVote(t, b, forum.KindThread, th[3], "down")
+
+		l := w.ftPage(t, ftThreadsURL("cooking"))
+		if l.Sort != "newest" || l.NextCursor != nil || l.Category.Slug != "cooking" || l.Category.ThreadCount != 5 {
+			t.Fatalf("list %+v", l)
+		}
+		ftEqual(t, "newest", ftThreadIDs(t, l), []string{th[4], th[3], th[2], th[1], th[0]})
+		ftEqual(t, "newest (explicit)", ftThreadIDs(t, w.ftPage(t, ftThreadsURL("cooking", "sort=newest"))), []string{th[4], th[3], th[2], th[1], th[0]})
+		top := w.ftPage(t, ftThreadsURL("cooking", "sort=top"))
+		// Equal scores: the newer first.
+		ftEqual(t, "top", ftThreadIDs(t, top), []string{th[1], th[2], th[4], th[0], th[3]})
+		if top.Sort != "top" || top.Threads[0].Votes != (forum.Votes{Score: 2, Up: 2}) || top.Threads[4].Votes != (forum.Votes{Score: -1, Down: 1}) {
+			t.Fatalf("top %+v", top)
+		}
+		for _, q := range []string{"sort=bogus", "sort=Top", "sort="} {
+			ftExpect(t, w.get(ftThreadsURL("cooking", q)), http.StatusBadRequest, "bad_request")
+		}
+	})
+}
+
+// Paging with limit walks every thread exactly once, also while new threads arrive between pages:
+// for newest they are newer than the cursor and never show up in later pages.
+func TestFtReadPagingWithInserts(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := ftNewWorld(t, dialect)
+		cat := w.ftCategory(t, "cooking")
+		w.ftCategory(t, "other")
+		a, b := ftNewAgent("cook-one"), ftNewAgent("cook-two")
+		var originals []string
+		for i := range 7 {
+			id := w.ftThread(t, a, cat)
+			originals = append([]string{id}, originals...) // newest first
+			switch i % 3 {
+			case 0:
+				w.ftVote(t, b, forum.KindThread, id, "up")
+			case 1:
+				w.ftVote(t, b, forum.KindThread, id, "down")
+			}
+		}
+
+		// An exact multiple of the limit ends without an empty page.
+		ftEqual(t, "limit 7", w.ftWalk(t, "cooking", "newest", 7, nil), originals)
+		ftEqual(t, "limit 1", w.ftWalk(t, "cooking", "newest", 1, nil), originals)
+
+		var added []string
+		got := w.ftWalk(t, "cooking", "newest", 2, func(int) {
+			added = append(added, w.ftThread(t, a, cat), w.ftThread(t, b, cat))
+		})
+		ftEqual(t, "newest with inserts", got, originals)
+		if len(added) != 6 {
+			t.Fatalf("%d threads added between pages", len(added))
+		}
+
+		// top: every thread there was when the walk started is served exactly once.
+		all := append(append([]string{}, originals...), added...)
+		ranked := w.ftWalk(t, "cooking", "top", 100, nil)
+		if len(ranked) != len(all) {
+			t.Fatalf("top lists %d threads, want %d", len(ranked), len(all))
+		}
+		ftEqual(t, "top by 3", w.ftWalk(t, "cooking", "top", 3, nil), ranked)
+		seen := map[string]int{}
+		for _, id := range w.ftWalk(t, "cooking", "top", 2, func(int) { w.ftThread(t, a, cat) }) {
+			seen[id]++
+		}
+		for _, id := range all {
+			if seen[id] != 1 {
+				t.Fatalf("top with inserts served %s %d times", id, seen[id])
+			}
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Fatalf("top with inserts served %s %d times", id, n)
+			}
+		}
+		// Another category's list is empty.
+		if ids := w.ftWalk(t, "other", "newest", 2, nil); len(ids) != 0 {
+			t.Fatalf("other category lists %v", ids)
+		}
+	})
+}
+
+// A thread's replies in creation order, threaded by parent_reply_id; paging walks them once, and
+// replies added while paging come after.
+func TestFtReadReplies(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := ftNewWorld(t, dialect)
+		cat := w.ftCategory(t, "cooking")
+		a, b := ftNewAgent("cook-one"), ftNewAgent("cook-two")
+		thread := w.ftThread(t, a, cat)
+		otherThread := w.ftThread(t, a, cat)
+		w.ftReply(t, b, otherThread, "")
+		type node struct{ id, parent string }
+		var want []node
+		first := w.ftReply(t, b, thread, "")
+		want = append(want, node{first, ""})
+		for i := range 4 {
+			w.clock.Add(time.Second)
+			parent := want[i].id
+			if i == 2 {
+				parent = ""
+			}
+			want = append(want, node{w.ftReply(t, []ftAgent{a, b}[i%2], thread, parent), parent})
+		}
+		var l forum.ReplyList
+		w.ftRead(t, ftRepliesURL(thread), "reply-list", &l)
+		if l.ThreadID != thread || l.NextCursor != nil || len(l.Replies) != len(want) {
+			t.Fatalf("replies %+v", l)
+		}
+		for i, r := range l.Replies {
+			parent := ""
+			if r.ParentReplyID != nil {
+				parent = *r.ParentReplyID
+			}
+			if r.ID != want[i].id || parent != want[i].parent || r.ThreadID != thread || r.Trust != "untrusted" ||
+				!r.CreatedAt.Equal(ftT0.Add(time.Duration(i)*time.Second)) {
+				t.Fatalf("reply %d: %+v, want %+v", i, r, want[i])
+			}
+		}
+
+		var ids []string
+		var added []string
+		q := []string{"limit=2"}
+		for page := 0; ; page++ {
+			var p forum.ReplyList
+			w.ftRead(t, ftRepliesURL(thread, q...), "reply-list", &p)
+			for _, r := range p.Replies {
+				ids = append(ids, r.ID)
+			}
+			if p.NextCursor == nil {
+				break
+			}
+			if page < 2 {
+				added = append(added, w.ftReply(t, a, thread, ""))
+			}
+			q = []string{"limit=2", "cursor=" + url.QueryEscape(*p.NextCursor)}
+		}
+		var all []string
+		for _, n := range want {
+			all = append(all, n.id)
+		}
+		ftEqual(t, "replies paged with inserts", ids, append(all, added...))
+
+		// An empty thread has an empty list.
+		var empty forum.ReplyList
+		w.ftRead(t, ftRepliesURL(w.ftThread(t, a, cat)), "reply-list", &empty)
+		if len(empty.Replies) != 0 || empty.NextCursor != nil {
+			t.Fatalf("empty thread: %+v", empty)
+		}
+	})
+}
+
+// A tombstoned thread or reply keeps its place, author, votes and replies, but shows no title, body,
+// recipe or references, on every view.
+func TestFtReadTombstones(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := ftNewWorld(t, dialect)
+		cat := w.ftCategory(t, "cooking")
+		a, b := ftNewAgent("cook-one"), ftNewAgent("cook-two")
+		target := w.ftThread(t, a, cat)
+		thread := w.ftThread(t, a, cat, func(m map[string]any) {
+			m["recipe"] = ftRecipe()
+			m["declared_model"] = "model-x"
+			m["references"] = []any{map[string]any{"reference_type": "cites", "target_thread_id": target}}
+		})
+		reply := w.ftReply(t, b, thread, "", func(m map[string]any) {
+			m["references"] = []any{map[string]any{"reference_type": "supports", "target_thread_id": target}}
+		})
+		child := w.ftReply(t, a, thread, reply)
+		w.ftVote(t, b, forum.KindThread, thread, "up")
+		w.ftVote(t, a, forum.KindReply, reply, "down")
+		before := w.ftGetThread(t, thread)
+		if before.Recipe == nil || len(before.References) != 1 || before.Title == nil {
+			t.Fatalf("thread before %+v", before)
+		}
+
+		w.clock.Add(time.Hour)
+		at := w.clock.Now()
+		if ts := w.ftTombstone(t, b, forum.KindReply, reply); !ts.TombstonedAt.Equal(at) || ts.TargetID != reply || ts.TargetKind != forum.KindReply {
+			t.Fatalf("tombstone %+v", ts)
+		}
+		w.ftTombstone(t, a, forum.KindThread, thread)
+
+		checkThread := func(th forum.Thread) {
+			t.Helper()
+			if !th.Tombstoned || th.TombstonedAt == nil || !th.TombstonedAt.Equal(at) || th.Title != nil || th.BodyMarkdown != nil ||
+				th.Recipe != nil || th.References == nil || len(th.References) != 0 || th.Trust != "untrusted" ||
+				th.Author.AgentID != a.ID || th.Votes != (forum.Votes{Score: 1, Up: 1}) || th.ReplyCount != 2 || !th.CreatedAt.Equal(ftT0) {
+				t.Fatalf("tombstoned thread %+v", th)
+			}
+		}
+		checkThread(w.ftGetThread(t, thread))
+		raw := w.ftRead(t, forum.ThreadPath+"/"+thread, "thread", nil)
+		m := raw.json(t)
+		for _, k := range []string{"title", "body_markdown", "recipe"} {
+			if v, ok := m[k]; !ok || v != nil {
+				t.Fatalf("tombstoned thread member %s = %v (present %v)", k, v, ok)
+			}
+		}
+		if strings.Contains(string(raw.Body), "Lentils") || strings.Contains(string(raw.Body), "lentils") {
+			t.Fatalf("tombstoned thread still shows its text: %s", raw.Body)
+		}
+		found := false
+		for _, th := range w.ftPage(t, ftThreadsURL("cooking")).Threads {
+			if th.ID == thread {
+				checkThread(th)
+				found = true
+			}
+		}
+		if !found {
+			t.Fatal("the tombstoned thread left the list")
+		}
+		// Its replies stay readable; the tombstoned one without its body.
+		checkReply := func(r forum.Reply) {
+			t.Helper()
+			if !r.Tombstoned || r.TombstonedAt == nil || !r.TombstonedAt.Equal(at) || r.BodyMarkdown != nil || r.References == nil ||
+				len(r.References) != 0 || r.Trust != "untrusted" || r.Author.AgentID != b.ID || r.Votes != (forum.Votes{Score: -1, Down: 1}) {
+				t.Fatalf("tombstoned reply %+v", r)
+			}
+		}
+		checkReply(w.ftGetReply(t, reply))
+		var l forum.ReplyList
+		w.ftRead(t, ftRepliesURL(thread), "reply-list", &l)
+		if len(l.Replies) != 2 || l.Replies[0].ID != reply || l.Replies[1].ID != child {
+			t.Fatalf("replies %+v", l.Replies)
+		}
+		checkReply(l.Replies[0])
+		if c := l.Replies[1]; c.Tombstoned || c.BodyMarkdown == nil || c.ParentReplyID == nil || *c.ParentReplyID != reply {
+			t.Fatalf("child of a tombstoned reply %+v", c)
+		}
+	})
+}
+
+// Every read answers with an ETag and Cache-Control, and 304 without a body to a matching
+// If-None-Match; the ETag changes when the content does.
+func TestFtReadCaching(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := ftNewWorld(t, dialect)
+		cat := w.ftCategory(t, "cooking")
+		a := ftNewAgent("cook-one")
+		thread := w.ftThread(t, a, cat)
+		reply := w.ftReply(t, a, thread, "")
+		targets := []string{forum.CategoriesPath, forum.CategoriesPath + "/cooking", ftThreadsURL("cooking"),
+			forum.ThreadPath + "/" + thread, ftRepliesURL(thread), forum.ReplyPath + "/" + reply}
+		etags := map[string]string{}
+		for _, target := range targets {
+			r := w.get(target)
+			ftExpect(t, r, http.StatusOK, "")
+			etag := r.Header.Get("ETag")
+			if !strings.HasPrefix(etag, `"`) || !strings.HasSuffix(etag, `"`) || len(etag) < 3 || r.Header.Get("Cache-Control") == "" {
+				t.Fatalf("%s: ETag %q, Cache-Control %q", target, etag, r.Header.Get("Cache-Control"))
+			}
+			etags[target] = etag
+			if again := w.get(target); again.Header.Get("ETag") != etag {
+				t.Fatalf("%s: the ETag of unchanged content changed", target)
+			}
+			for _, inm := range []string{etag, "W/" + etag, `"other", ` + etag, "*"} {
+				nm := w.get(target, "If-None-Match", inm)
+				if nm.Status != http.StatusNotModified || len(nm.Body) != 0 || nm.Header.Get("ETag") != etag {
+					t.Fatalf("%s with If-None-Match %s: %d %q, ETag %q", target, inm, nm.Status, nm.Body, nm.Header.Get("ETag"))
+				}
+			}
+			if r := w.get(target, "If-None-Match", `"stale"`); r.Status != http.StatusOK || len(r.Body) == 0 {
+				t.Fatalf("%s with a stale If-None-Match: %d", target, r.Status)
+			}
+		}
+
+		w.clock.Add(time.Minute)
+		w.ftReply(t, a, thread, reply)
+		for _, target := range []string{forum.CategoriesPath + "/cooking/threads", forum.ThreadPath + "/" + thread, ftRepliesURL(thread)} {
+			r := w.get(target, "If-None-Match", etags[target])
+			ftExpect(t, r, http.StatusOK, "")
+			if r.Header.Get("ETag") == etags[target] || len(r.Body) == 0 {
+				t.Fatalf("%s: the ETag did not change after a new reply", target)
+			}
+		}
+		// The reply itself did not change.
+		if r := w.get(forum.ReplyPath+"/"+reply, "If-None-Match", etags[forum.ReplyPath+"/"+reply]); r.Status != http.StatusNotModified {
+			t.Fatalf("unchanged reply: %d", r.Status)
+		}
+		// A vote changes the thread's ETag too.
+		w.ftVote(t, ftNewAgent("cook-two"), forum.KindReply, reply, "up")
+		if r := w.get(forum.ReplyPath+"/"+reply, "If-None-Match", etags[forum.ReplyPath+"/"+reply]); r.Status != http.StatusOK {
+			t.Fatalf("voted reply: %d", r.Status)
+		}
+	})
+}
+
+// A bad limit is 400 bad_request; a cursor the list did not issue is 400 invalid_cursor.
+func TestFtReadBadPaging(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := ftNewWorld(t, dialect)
+		cat := w.ftCategory(t, "cooking")
+		a := ftNewAgent("cook-one")
+		var thread string
+		for range 3 {
+			thread = w.ftThread(t, a, cat)
+			w.ftReply(t, a, thread, "")
+			w.ftReply(t, a, thread, "")
+		}
+		lists := []string{ftThreadsURL("cooking"), ftThreadsURL("cooking", "sort=top"), ftRepliesURL(thread)}
+		join := func(list, q string) string {
+			if strings.Contains(list, "?") {
+				return list + "&" + q
+			}
+			return list + "?" + q
+		}
+		for _, list := range lists {
+			for _, limit := range []string{"0", "101", "-1", "abc", "1.5", "01", "+2", "", "1e1", "99999999999999999999"} {
+				ftExpect(t, w.get(join(list, "limit="+url.QueryEscape(limit))), http.StatusBadRequest, "bad_request")
+			}
+			ftExpect(t, w.get(join(list, "limit=2&limit=3")), http.StatusBadRequest, "bad_request")
+			for _, limit := range []string{"1", "100"} {
+				ftExpect(t, w.get(join(list, "limit="+limit)), http.StatusOK, "")
+			}
+		}
+
+		cursorOf := func(target string) string {
+			t.Helper()
+			var page struct {
+				NextCursor *string `json:"next_cursor"`
+			}
+			w.ftRead(t, target, "", nil).decode(t, &page)
+			if page.NextCursor == nil {
+				t.Fatalf("%s: no next cursor", target)
+			}
+			return *page.NextCursor
+		}
+		newest := cursorOf(ftThreadsURL("cooking", "limit=1"))
+		top := cursorOf(ftThreadsURL("cooking", "sort=top", "limit=1"))
+		replies := cursorOf(ftRepliesURL(thread, "limit=1"))
+		forged := []string{
+			"random-" + ftID(),
+			"!!!",
+			base64.RawURLEncoding.EncodeToString([]byte("\x00\xffgarbage\x7f")),
+			base64.RawURLEncoding.EncodeToString([]byte(`{"s":"newest","i":"not-a-uuid"}`)),
+			base64.RawURLEncoding.EncodeToString([]byte(`{"s":"newest","i":"` + strings.ToUpper(thread) + `"}`)),
+			base64.RawURLEncoding.EncodeToString([]byte(`[]`)),
+			newest + "=", // a real cursor, padded
+			newest + "x",
+			strings.Repeat("A", 2049),
+		}
+		for _, list := range lists {
+			for i, c := range forged {
+				if r := w.get(join(list, "cursor="+url.QueryEscape(c))); r.Status != http.StatusBadRequest || r.Code != "invalid_cursor" {
+					t.Errorf("%s with forged cursor %d (%.40q): %d %q", list, i, c, r.Status, r.Code)
+				}
+			}
+			ftExpect(t, w.get(join(list, "cursor=")), http.StatusBadRequest, "invalid_cursor")
+			ftExpect(t, w.get(join(list, "cursor="+url.QueryEscape(replies)+"&cursor="+url.QueryEscape(replies))), http.StatusBadRequest, "invalid_cursor")
+		}
+		// A cursor of one list is refused by the others.
+		ftExpect(t, w.get(ftThreadsURL("cooking", "sort=top", "cursor="+url.QueryEscape(newest))), http.StatusBadRequest, "invalid_cursor")
+		ftExpect(t, w.get(ftThreadsURL("cooking", "sort=newest", "cursor="+url.QueryEscape(top))), http.StatusBadRequest, "invalid_cursor")
+		ftExpect(t, w.get(ftThreadsURL("cooking", "cursor="+url.QueryEscape(replies))), http.StatusBadRequest, "invalid_cursor")
+		ftExpect(t, w.get(ftRepliesURL(thread, "cursor="+url.QueryEscape(newest))), http.StatusBadRequest, "invalid_cursor")
+		// Each works on its own list.
+		ftExpect(t, w.get(ftThreadsURL("cooking", "cursor="+url.QueryEscape(newest))), http.StatusOK, "")
+		ftExpect(t, w.get(ftThreadsURL("cooking", "sort=top", "cursor="+url.QueryEscape(top))), http.StatusOK, "")
+		ftExpect(t, w.get(ftRepliesURL(thread, "cursor="+url.QueryEscape(replies))), http.StatusOK, "")
+	})
+}
+
+// The read plane's ids are lowercase UUIDs: any other spelling, or an id of the other kind, is 404.
+func TestFtReadIDs(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := ftNewWorld(t, dialect)
+		cat := w.ftCategory(t, "cooking")
+		a := ftNewAgent("cook-one")
+		thread := w.ftThread(t, a, cat)
+		reply := w.ftReply(t, a, thread, "")
+		spellings := func(id string) []string {
+			return []string{strings.ToUpper(id), "{" + id + "}", "urn:uuid:" + id, strings.ReplaceAll(id, "-", ""),
+				id + " ", "not-a-uuid", ftID()}
+		}
+		for _, id := range spellings(thread) {
+			ftExpect(t, w.get(forum.ThreadPath+"/"+url.PathEscape(id)), http.StatusNotFound, "not_found")
+			ftExpect(t, w.get(forum.ThreadPath+"/"+url.PathEscape(id)+"/replies"), http.StatusNotFound, "not_found")
+		}
+		for _, id := range spellings(reply) {
+			ftExpect(t, w.get(forum.ReplyPath+"/"+url.PathEscape(id)), http.StatusNotFound, "not_found")
+		}
+		ftExpect(t, w.get(forum.ThreadPath+"/"+reply), http.StatusNotFound, "not_found")
+		ftExpect(t, w.get(forum.ReplyPath+"/"+thread), http.StatusNotFound, "not_found")
+		ftExpect(t, w.get(ftRepliesURL(reply)), http.StatusNotFound, "not_found")
+	})
+}
+
+// The created_at a write answers is the one the read plane serves, to the digit, whatever the
+// precision of the clock.
+func TestFtCreatedAtMatchesReadPlane(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := ftNewWorld(t, dialect)
+		cat := w.ftCategory(t, "cooking")
+		a := ftNewAgent("cook-one")
+		w.clock.Set(ftT0.Add(123456789 * time.Nanosecond))
+		r := w.post(t, a, forum.ThreadsPath, ftThreadBody(cat))
+		ftExpect(t, r, http.StatusOK, "")
+		created := r.json(t)["created_at"]
+		read := w.ftRead(t, forum.ThreadPath+"/"+r.json(t)["thread_id"].(string), "thread", nil).json(t)
+		if read["created_at"] != created || read["last_activity_at"] != created {
+			t.Errorf("thread: the write answered created_at %v, the read plane serves %v (last activity %v)", created, read["created_at"], read["last_activity_at"])
+		}
+		w.clock.Set(ftT0.Add(time.Minute + 987654321*time.Nanosecond))
+		rr := w.post(t, a, forum.RepliesPath, ftReplyBody(read["id"].(string), ""))
+		ftExpect(t, rr, http.StatusOK, "")
+		readReply := w.ftRead(t, forum.ReplyPath+"/"+rr.json(t)["reply_id"].(string), "reply", nil).json(t)
+		if readReply["created_at"] != rr.json(t)["created_at"] {
+			t.Errorf("reply: the write answered created_at %v, the read plane serves %v", rr.json(t)["created_at"], readReply["created_at"])
+		}
+		w.clock.Add(time.Second)
+		ts := w.post(t, a, forum.TombstonePath, ftTargetBody(forum.KindReply, readReply["id"].(string), ""))
+		ftExpect(t, ts, http.StatusOK, "")
+		readReply = w.ftRead(t, forum.ReplyPath+"/"+readReply["id"].(string), "reply", nil).json(t)
+		if readReply["tombstoned_at"] != ts.json(t)["tombstoned_at"] {
+			t.Errorf("tombstone: the write answered tombstoned_at %v, the read plane serves %v", ts.json(t)["tombstoned_at"], readReply["tombstoned_at"])
+		}
+	})
+}
+
+// A cursor is opaque: the server accepts only what it issued, not a re-encoding of an issued cursor
+// that decodes to the same position (WIRE.md section 5: a cursor not issued by the server is 400
+// invalid_cursor).
+func TestFtReadCursorNotIssued(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := ftNewWorld(t, dialect)
+		cat := w.ftCategory(t, "cooking")
+		a := ftNewAgent("cook-one")
+		for range 3 {
+			w.ftThread(t, a, cat)
+		}
+		var page forum.ThreadList
+		w.ftRead(t, ftThreadsURL("cooking", "limit=1"), "thread-list", &page)
+		raw, err := base64.RawURLEncoding.DecodeString(*page.NextCursor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var members map[string]any
+		if err := json.Unmarshal(raw, &members); err != nil {
+			t.Fatal(err)
+		}
+		members["x"] = 1
+		extra, err := json.Marshal(members)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, c := range map[string]string{
+			"a trailing space":  base64.RawURLEncoding.EncodeToString(append(raw, ' ')),
+			"a leading space":   base64.RawURLEncoding.EncodeToString(append([]byte(" "), raw...)),
+			"an unknown member": base64.RawURLEncoding.EncodeToString(extra),
+		} {
+			if r := w.get(ftThreadsURL("cooking", "limit=1", "cursor="+url.QueryEscape(c))); r.Status != http.StatusBadRequest || r.Code != "invalid_cursor" {
+				t.Errorf("an issued cursor re-encoded with %s: %d %q, want 400 invalid_cursor", name, r.Status, r.Code)
+			}
+		}
+	})
+}
