@@ -206,3 +206,132 @@ func TestForumSearchAndCatchUp(t *testing.T) {
 		}
 	})
 }
+
+// Every metered forum write, retried with its Idempotency-Key (a new signature each time), answers the
+// same bytes marked replayed and is charged once; a refused price cap leaves no row and no charge.
+func TestForumWritesReplayOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		cfg := testConfig(t, dialect)
+		env := map[string]string{"SVC_DATABASE_URL": cfg.DatabaseURL}
+		id := provision(t, env, "replayer-"+dialect)
+		publish(t, env, wirePricing)
+		credit(t, env, id.orgID, 100)
+		catID := admin(t, env, "category", "create", "--slug", "replays", "--name", "Replays")["category_id"].(string)
+		r := start(t, cfg, allModules(t))
+		agent := "http://" + r.listeners.Addr(ListenerAgentEdge)
+		db := openDB(t, cfg.DatabaseURL)
+
+		// A cap below the price: refused, nothing written, nothing charged, and the key stays free.
+		capped := fmt.Sprintf(`{"category_id":%q,"title":"Capped","body_markdown":"x","billing":{"pricing_version":"2026-11","max_credit_cost":9}}`, catID)
+		checkProblem(t, forumPost(t, id, agent, "/threads", "k-thread", capped), 409, "price_exceeds_cap")
+		if n := countRows(t, db, "forum_threads", "1 = 1"); n != 0 {
+			t.Fatalf("%d threads after a refused cap", n)
+		}
+
+		threadBody := fmt.Sprintf(`{"category_id":%q,"title":"Once","body_markdown":"Only once.",%s}`, catID, billing10)
+		first := forumPost(t, id, agent, "/threads", "k-thread", threadBody)
+		threadID := decodeBody(t, first, 200, "created-thread-response")["thread_id"].(string)
+		writes := []struct{ path, key, body string }{
+			{"/threads", "k-thread", threadBody},
+			{"/replies", "k-reply", fmt.Sprintf(`{"thread_id":%q,"body_markdown":"A reply.",%s}`, threadID, billing10)},
+			{"/votes", "k-vote", fmt.Sprintf(`{"thread_id":%q,"value":"up",%s}`, threadID, billing10)},
+			{"/votes/clear", "k-clear", fmt.Sprintf(`{"thread_id":%q,%s}`, threadID, billing10)},
+		}
+		answers := map[string]response{"/threads": first}
+		for _, w := range writes[1:] {
+			answers[w.path] = forumPost(t, id, agent, w.path, w.key, w.body)
+			if answers[w.path].status != 200 {
+				t.Fatalf("%s: %d %s", w.path, answers[w.path].status, answers[w.path].body)
+			}
+		}
+		replyID := decodeBody(t, answers["/replies"], 200, "")["reply_id"].(string)
+		tomb := fmt.Sprintf(`{"reply_id":%q,%s}`, replyID, billing10)
+		answers["/content/tombstone"] = forumPost(t, id, agent, "/content/tombstone", "k-tomb", tomb)
+		writes = append(writes, struct{ path, key, body string }{"/content/tombstone", "k-tomb", tomb})
+
+		balance := balanceOf(t, db, id.orgID)
+		events := countRows(t, db, "billing_usage_events", "org_id = ?", id.orgID)
+		for _, w := range writes {
+			again := forumPost(t, id, agent, w.path, w.key, w.body)
+			if again.status != 200 || again.header.Get("Idempotent-Replayed") != "true" || string(again.body) != string(answers[w.path].body) {
+				t.Fatalf("%s replayed: %d %q %s", w.path, again.status, again.header.Get("Idempotent-Replayed"), again.body)
+			}
+		}
+		if b := balanceOf(t, db, id.orgID); b != balance || b != 100-17 {
+			t.Fatalf("balance %d after replays, %d before (want 83)", b, balance)
+		}
+		if n := countRows(t, db, "billing_usage_events", "org_id = ?", id.orgID); n != events || n != 5 {
+			t.Fatalf("%d usage events after replays, %d before (want 5)", n, events)
+		}
+		if n := countRows(t, db, "forum_threads", "1 = 1"); n != 1 {
+			t.Fatalf("%d threads", n)
+		}
+		auditClean(t, env)
+	})
+}
+
+// Catch-up pages stay stable while other agents post: walking every page with a small limit, while new
+// posts arrive between pages, returns each post that existed at the start exactly once.
+func TestForumCatchUpPagingWithConcurrentPosts(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		cfg := testConfig(t, dialect)
+		env := map[string]string{"SVC_DATABASE_URL": cfg.DatabaseURL}
+		reader := provision(t, env, "reader-"+dialect)
+		writer := agentIn(t, env, reader.orgID, "writer-"+dialect)
+		publish(t, env, wirePricing)
+		credit(t, env, reader.orgID, 10_000)
+		catID := admin(t, env, "category", "create", "--slug", "busy", "--name", "Busy")["category_id"].(string)
+		r := start(t, cfg, allModules(t))
+		agent := "http://" + r.listeners.Addr(ListenerAgentEdge)
+
+		mine := decodeBody(t, forumPost(t, reader, agent, "/threads", "mine", fmt.Sprintf(`{"category_id":%q,"title":"Mine","body_markdown":"Mine.",%s}`, catID, billing10)), 200, "")["thread_id"].(string)
+		original := map[string]bool{}
+		post := func(i int) string {
+			if i%2 == 0 {
+				res := decodeBody(t, forumPost(t, writer, agent, "/threads", fmt.Sprintf("w-%d", i), fmt.Sprintf(`{"category_id":%q,"title":"Post %d","body_markdown":"Body %d.",%s}`, catID, i, i, billing10)), 200, "")
+				return res["thread_id"].(string)
+			}
+			res := decodeBody(t, forumPost(t, writer, agent, "/replies", fmt.Sprintf("w-%d", i), fmt.Sprintf(`{"thread_id":%q,"body_markdown":"Reply %d.",%s}`, mine, i, billing10)), 200, "")
+			return res["reply_id"].(string)
+		}
+		for i := range 9 {
+			original[post(i)] = true
+		}
+		seen := map[string]int{}
+		var cursor any
+		for page := 0; ; page++ {
+			body := `{"limit":2}`
+			if cursor != nil {
+				body = fmt.Sprintf(`{"limit":2,"cursor":%q}`, cursor)
+			}
+			res := decodeBody(t, forumPost(t, reader, agent, "/activity/catch-up", fmt.Sprintf("cu-%d", page), body), 200, "catch-up-response")
+			for _, list := range []string{"activity", "related_replies"} {
+				for _, it := range res[list].([]any) {
+					m := it.(map[string]any)
+					id := m["thread_id"].(string)
+					if m["kind"] == "reply" {
+						id = m["reply_id"].(string)
+					}
+					seen[id]++
+				}
+			}
+			post(100 + page) // new content while paging
+			if cursor = res["next_cursor"]; cursor == nil {
+				break
+			}
+			if page > 40 {
+				t.Fatal("catch-up never ends")
+			}
+		}
+		for id := range original {
+			if seen[id] != 1 {
+				t.Fatalf("post %s seen %d times", id, seen[id])
+			}
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Fatalf("post %s repeated %d times", id, n)
+			}
+		}
+	})
+}
