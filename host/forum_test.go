@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/svcforum/svc/contracts/plugin"
@@ -334,4 +335,64 @@ func TestForumCatchUpPagingWithConcurrentPosts(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Replies, votes and tombstones on one thread by agents of one organisation, all at once on
+// PostgreSQL, never deadlock: every write takes the content's row before the wallet.
+func TestForumConcurrentWritesDoNotDeadlock(t *testing.T) {
+	cfg := testConfig(t, "postgres")
+	env := map[string]string{"SVC_DATABASE_URL": cfg.DatabaseURL}
+	owner := provision(t, env, "owner")
+	publish(t, env, wirePricing)
+	credit(t, env, owner.orgID, 100_000)
+	catID := admin(t, env, "category", "create", "--slug", "crowd", "--name", "Crowd")["category_id"].(string)
+	agents := make([]identity, 8)
+	for i := range agents {
+		agents[i] = agentIn(t, env, owner.orgID, fmt.Sprintf("crowd-%d", i))
+	}
+	r := start(t, cfg, allModules(t))
+	agent := "http://" + r.listeners.Addr(ListenerAgentEdge)
+	threadID := decodeBody(t, forumPost(t, owner, agent, "/threads", "crowd", fmt.Sprintf(`{"category_id":%q,"title":"Crowd","body_markdown":"Everyone at once.",%s}`, catID, billing10)), 200, "")["thread_id"].(string)
+
+	type result struct {
+		status int
+		body   string
+	}
+	results := make(chan result, len(agents)*3)
+	var wg sync.WaitGroup
+	for i, a := range agents {
+		wg.Go(func() {
+			for j, w := range []struct{ path, body string }{
+				{"/replies", fmt.Sprintf(`{"thread_id":%q,"body_markdown":"Reply %d.",%s}`, threadID, i, billing10)},
+				{"/votes", fmt.Sprintf(`{"thread_id":%q,"value":"up",%s}`, threadID, billing10)},
+				{"/votes/clear", fmt.Sprintf(`{"thread_id":%q,%s}`, threadID, billing10)},
+			} {
+				req, err := http.NewRequest(http.MethodPost, agent+plugin.AgentPrefix+w.path, strings.NewReader(w.body))
+				if err != nil {
+					results <- result{0, err.Error()}
+					continue
+				}
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Idempotency-Key", fmt.Sprintf("crowd-%d-%d", i, j))
+				if err := a.signer.Sign(req); err != nil {
+					results <- result{0, err.Error()}
+					continue
+				}
+				res, err := sendErr(req)
+				if err != nil {
+					results <- result{0, err.Error()}
+					continue
+				}
+				results <- result{res.status, string(res.body)}
+			}
+		})
+	}
+	wg.Wait()
+	close(results)
+	for res := range results {
+		if res.status != 200 {
+			t.Errorf("a concurrent write answered %d: %s", res.status, res.body)
+		}
+	}
+	auditClean(t, env)
 }

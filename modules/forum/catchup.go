@@ -70,19 +70,19 @@ func (w *Writes) catchUp(c *gin.Context) {
 		limit = *req.Limit
 	}
 
-	var since time.Time
+	var since, general time.Time
 	after := ""
 	if req.Cursor != nil {
 		cur, ok := decodeCursor(*req.Cursor, "catch-up")
-		if !ok || cur.Score <= 0 {
+		if !ok {
 			render.Problem(c, problem.New(problem.InvalidCursor, "cursor must be a next_cursor a catch-up returned."))
 			return
 		}
-		since, after = time.UnixMilli(cur.Score).UTC(), cur.ID
+		since, general, after = time.UnixMicro(cur.Score).UTC(), time.UnixMicro(cur.Floor).UTC(), cur.ID
 	} else {
 		switch {
 		case req.Since != nil:
-			since = req.Since.UTC()
+			since = req.Since.UTC().Truncate(time.Microsecond) // as both databases store times
 		default:
 			last, err := lastAuthored(db, p.AgentID, now)
 			if err != nil {
@@ -95,10 +95,11 @@ func (w *Writes) catchUp(c *gin.Context) {
 			render.Problem(c, problem.New(problem.BadRequest, "since is in the future: there is nothing to catch up on yet."))
 			return
 		}
-	}
-	general := now.Add(-catchUpWindow).UTC()
-	if since.After(general) {
-		general = since
+		// The window is fixed at the first page and travels in the cursor.
+		general = now.Add(-catchUpWindow).UTC().Truncate(time.Microsecond)
+		if since.After(general) {
+			general = since
+		}
 	}
 
 	threads, err := recentThreads(db, p.AgentID, general, after, limit+1)
@@ -116,7 +117,7 @@ func (w *Writes) catchUp(c *gin.Context) {
 	out := CatchUpResponse{Since: since, Activity: []ActivityItem{}, RelatedReplies: []ActivityItem{}}
 	for i, it := range items {
 		if i == limit {
-			next := encodeCursor(cursor{Sort: "catch-up", Score: since.UnixMilli(), ID: items[limit-1].id})
+			next := encodeCursor(cursor{Sort: "catch-up", Score: since.UnixMicro(), Floor: general.UnixMicro(), ID: items[limit-1].id})
 			out.NextCursor = &next
 			break
 		}

@@ -163,6 +163,10 @@ func (p *pages) search(c *gin.Context) {
 	}
 	offset := 0
 	if cur != nil {
+		if cur.Score < 0 {
+			p.problem(c, problem.New(problem.InvalidCursor, "cursor must be a next_cursor this search returned."))
+			return
+		}
 		offset = int(cur.Score)
 	}
 	res, err := p.reads.hits(c, q, terms, limit, offset)

@@ -310,7 +310,8 @@ func cacheable(c *gin.Context, v any) {
 // (and score, for top).
 type cursor struct {
 	Sort  string `json:"s"`
-	Score int64  `json:"c,omitempty"`
+	Score int64  `json:"c,omitempty"` // top: the score; search: the offset; catch-up: since, in µs
+	Floor int64  `json:"f,omitempty"` // catch-up: the general activity's start, in µs
 	ID    string `json:"i"`
 }
 

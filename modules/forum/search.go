@@ -65,6 +65,10 @@ func (r *Reads) search(c *gin.Context) {
 	}
 	offset := 0
 	if cur != nil {
+		if cur.Score < 0 {
+			render.Problem(c, problem.New(problem.InvalidCursor, "cursor must be a next_cursor this search returned."))
+			return
+		}
 		offset = int(cur.Score)
 	}
 	out, err := r.hits(c, q, terms, limit, offset)

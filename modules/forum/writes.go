@@ -122,6 +122,14 @@ func (w *Writes) createThread(c *gin.Context) {
 		if cat.State != CategoryOpen {
 			return nil, problem.Newf(problem.CategoryNotOpen, "The category %q is %s: it takes no new threads.", cat.Slug, cat.State)
 		}
+		// Lock order of every write: the content rows first, the wallet (the charge) last.
+		res := tx.Model(&categoryRow{}).Where("id = ? AND state = ?", cat.ID, CategoryOpen).UpdateColumn("thread_count", gorm.Expr("thread_count + 1"))
+		if res.Error != nil {
+			return nil, fmt.Errorf("count thread: %w", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return nil, problem.Newf(problem.CategoryNotOpen, "The category %q no longer takes new threads.", cat.Slug)
+		}
 		row := threadRow{ID: newID(), CategoryID: cat.ID, AuthorID: p.AgentID, AuthorHandle: p.Handle, Title: req.Title,
 			BodyMarkdown: req.BodyMarkdown, Intent: orDefault(req.Intent, "discussion"), DeclaredModel: req.DeclaredModel,
 			Recipe: recipe, CreatedAt: now, LastActivity: now}
@@ -134,9 +142,6 @@ func (w *Writes) createThread(c *gin.Context) {
 		}
 		if err := tx.Create(&row).Error; err != nil {
 			return nil, fmt.Errorf("create thread: %w", err)
-		}
-		if err := tx.Model(&categoryRow{}).Where("id = ?", cat.ID).UpdateColumn("thread_count", gorm.Expr("thread_count + 1")).Error; err != nil {
-			return nil, fmt.Errorf("count thread: %w", err)
 		}
 		return CreatedThreadResponse{ThreadID: row.ID, CategoryID: cat.ID, CreatedAt: now.UTC(), Charge: charge}, nil
 	})
@@ -169,6 +174,16 @@ func (w *Writes) createReply(c *gin.Context) {
 				return nil, problem.New(problem.ContentTombstoned, "The parent reply is tombstoned: it takes no new replies.")
 			}
 		}
+		// Lock the thread before the wallet (the order every write keeps), re-checking that it is
+		// still not tombstoned.
+		res := tx.Model(&threadRow{}).Where("id = ? AND tombstoned_at IS NULL", th.ID).
+			UpdateColumns(map[string]any{"reply_count": gorm.Expr("reply_count + 1"), "last_activity": now})
+		if res.Error != nil {
+			return nil, fmt.Errorf("count reply: %w", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return nil, problem.New(problem.ContentTombstoned, "The thread is tombstoned: it takes no new replies.")
+		}
 		row := replyRow{ID: newID(), ThreadID: th.ID, ParentReplyID: req.ParentReplyID, AuthorID: p.AgentID,
 			AuthorHandle: p.Handle, BodyMarkdown: req.BodyMarkdown, Intent: orDefault(req.Intent, "answer"),
 			DeclaredModel: req.DeclaredModel, CreatedAt: now}
@@ -181,10 +196,6 @@ func (w *Writes) createReply(c *gin.Context) {
 		}
 		if err := tx.Create(&row).Error; err != nil {
 			return nil, fmt.Errorf("create reply: %w", err)
-		}
-		if err := tx.Model(&threadRow{}).Where("id = ?", th.ID).
-			UpdateColumns(map[string]any{"reply_count": gorm.Expr("reply_count + 1"), "last_activity": now}).Error; err != nil {
-			return nil, fmt.Errorf("count reply: %w", err)
 		}
 		return CreatedReplyResponse{ReplyID: row.ID, ThreadID: th.ID, ParentReplyID: row.ParentReplyID, CreatedAt: now.UTC(), Charge: charge}, nil
 	})

@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The schemas each optional module publishes (modules/billing/publications.go and
+// modules/forum/publications.go), which the discovery document names only when the module is enabled.
+var (
+	billingSchemas = []string{"billing-declaration", "pricing-file", "pricing-response", "wallet-response", "usage-response"}
+	forumSchemas   = []string{
+		"reference-input", "thread-attachment-input", "reply-attachment-input", "recipe-input",
+		"create-thread-request", "create-reply-request", "cast-vote-request", "clear-vote-request", "tombstone-request",
+		"catch-up-request", "catch-up-response", "charge", "created-thread-response", "created-reply-response", "vote-response",
+		"tombstone-response", "category", "thread", "reply", "category-list", "thread-list", "reply-list", "search-result",
+	}
+	// sigv1Schemas are some of what sigv1 publishes, named in every deployment below.
+	sigv1Schemas = []string{"signed-envelope", "conformance-request", "conformance-response"}
+)
+
+// discoveryDocument is the part of svc-discovery-v1 (modules/discovery) the tests read.
+type discoveryDocument struct {
+	Modules   []string       `json:"modules"`
+	Locations map[string]any `json:"locations"`
+	raw       []byte
+}
+
+// schemas returns the names of locations.schemas.
+func (d discoveryDocument) schemas(t *testing.T) []string {
+	t.Helper()
+	m, ok := d.Locations["schemas"].(map[string]any)
+	if !ok {
+		t.Fatalf("discovery: locations.schemas is not an object: %s", d.raw)
+	}
+	var names []string
+	for name := range m {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func fetchDiscovery(t *testing.T, ctx context.Context, svc *service) discoveryDocument {
+	t.Helper()
+	x := mustFetch(t, ctx, svc.URL+"/.well-known/svc")
+	if x.Status != 200 {
+		t.Fatalf("GET /.well-known/svc: %s", x)
+	}
+	var doc discoveryDocument
+	if err := json.Unmarshal(x.Body, &doc); err != nil {
+		t.Fatalf("GET /.well-known/svc: %v: %s", err, x.Body)
+	}
+	doc.raw = x.Body
+	return doc
+}
+
+// TestSubsetDeployments: a deployment of discovery and sigv1 alone serves neither billing's nor the
+// forum's routes (404 problems) and its discovery document names none of their contracts, while signed
+// conformance works; a deployment of every module serves those routes and names those contracts; and
+// `discovery,sigv1,billing,forum` spelled out is the same deployment as every module today. Each
+// deployment has a database of its own in one PostgreSQL container.
+func TestSubsetDeployments(t *testing.T) {
+	t.Parallel()
+	ctx := begin(t)
+	nw := newNetwork(t, ctx)
+	pg := startPostgres(t, ctx, nw)
+	everyURL := createDatabase(t, ctx, pg, "every_module")
+	explicitURL := createDatabase(t, ctx, pg, "explicit_list")
+
+	subsetEnv := map[string]string{"SVC_DATABASE_URL": databaseURL, "SVC_BASE_URL": baseURL, "SVC_MODULES": "discovery,sigv1"}
+	subset := startService(t, ctx, nw, subsetEnv)
+	every := startService(t, ctx, nw, map[string]string{"SVC_DATABASE_URL": everyURL, "SVC_BASE_URL": baseURL})
+	explicit := startService(t, ctx, nw, map[string]string{"SVC_DATABASE_URL": explicitURL, "SVC_BASE_URL": baseURL,
+		"SVC_MODULES": "discovery,sigv1,billing,forum"})
+
+	optional := append(slices.Clone(billingSchemas), forumSchemas...)
+	t.Run("discovery,sigv1", func(t *testing.T) {
+		doc := fetchDiscovery(t, ctx, subset)
+		if !slices.Equal(doc.Modules, []string{"discovery", "sigv1"}) {
+			t.Errorf("discovery modules %q, want [discovery sigv1]", doc.Modules)
+		}
+		names := doc.schemas(t)
+		for _, s := range optional {
+			if slices.Contains(names, s) || bytes.Contains(doc.raw, []byte("/"+s+".schema.json")) {
+				t.Errorf("the discovery document names %s, a contract of a disabled module", s)
+			}
+		}
+		for _, s := range sigv1Schemas {
+			if !slices.Contains(names, s) {
+				t.Errorf("the discovery document does not name %s (sigv1 is enabled): %v", s, names)
+			}
+		}
+
+		// The disabled modules' routes, public and signed, answer 404 problems.
+		for _, path := range []string{"/api/v1/pricing", "/api/v1/categories", "/api/v1/search?q=dal", "/forum"} {
+			wantProblem(t, "GET "+path, mustFetch(t, ctx, subset.URL+path), 404, "not_found")
+		}
+		edge, err := subset.PortEndpoint(ctx, agentEdgePort, "http")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantProblem(t, "POST /agent-api/v1/threads unsigned", fetch(t, ctx, http.MethodPost, edge+agentPrefix+"/threads", `{}`), 404, "not_found")
+
+		// An agent, provisioned by the operator on this deployment, passes conformance; the forum's and
+		// billing's signed routes are not found for it either.
+		run := func(cmd ...string) result { return runOnce(t, ctx, nw, subsetEnv, cmd...) }
+		org, _ := admin(t, ctx, run, "org", "create", "--name", "Subset")["org_id"].(string)
+		id := addAgent(t, ctx, run, org, "subset-agent")
+		conf := jsonBody(t, "conformance", signedSend(t, ctx, id, http.MethodPost, edge, "/conformance", "conf-1", `{"echo":"subset"}`), 200)
+		if conf["agent_id"] != id.AgentID || conf["org_id"] != org || conf["echo"] != "subset" {
+			t.Errorf("conformance: %v", conf)
+		}
+		wantProblem(t, "POST /agent-api/v1/threads signed",
+			signedSend(t, ctx, id, http.MethodPost, edge, "/threads", "thread-1", `{"category_id":"0190b1c2-d3e4-7f56-8a9b-0c1d2e3f4a5b","title":"x","body_markdown":"x"}`), 404, "not_found")
+		wantProblem(t, "GET /agent-api/v1/wallet signed", signedSend(t, ctx, id, http.MethodGet, edge, "/wallet", "", ""), 404, "not_found")
+	})
+
+	t.Run("every module", func(t *testing.T) {
+		everyDoc := fetchDiscovery(t, ctx, every)
+		if !slices.Equal(everyDoc.Modules, []string{"billing", "discovery", "forum", "sigv1"}) {
+			t.Errorf("discovery modules %q, want [billing discovery forum sigv1]", everyDoc.Modules)
+		}
+		names := everyDoc.schemas(t)
+		for _, s := range append(slices.Clone(optional), sigv1Schemas...) {
+			if !slices.Contains(names, s) {
+				t.Errorf("the discovery document does not name %s: %v", s, names)
+			}
+		}
+
+		pricing := jsonBody(t, "GET /api/v1/pricing", mustFetch(t, ctx, every.URL+"/api/v1/pricing"), 200)
+		if _, ok := pricing["versions"].([]any); !ok {
+			t.Errorf("GET /api/v1/pricing: %v", pricing)
+		}
+		categories := jsonBody(t, "GET /api/v1/categories", mustFetch(t, ctx, every.URL+"/api/v1/categories"), 200)
+		if _, ok := categories["categories"]; !ok {
+			t.Errorf("GET /api/v1/categories: %v", categories)
+		}
+		if x := mustFetch(t, ctx, every.URL+"/forum"); x.Status != 200 || !strings.HasPrefix(x.Header.Get("Content-Type"), "text/html") {
+			t.Errorf("GET /forum: %d %s, want 200 text/html", x.Status, x.Header.Get("Content-Type"))
+		}
+		edge, err := every.PortEndpoint(ctx, agentEdgePort, "http")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The route exists: an unsigned request reaches the guard, which refuses it as unauthenticated.
+		x := fetch(t, ctx, http.MethodPost, edge+agentPrefix+"/threads", `{}`)
+		if (x.Status != 400 && x.Status != 401) || !strings.HasPrefix(x.Header.Get("Content-Type"), "application/problem+json") {
+			t.Errorf("POST /agent-api/v1/threads unsigned: %s, want a 400 or 401 problem from the guard", x)
+		}
+	})
+
+	t.Run("discovery,sigv1,billing,forum", func(t *testing.T) {
+		if x := mustFetch(t, ctx, explicit.URL+"/api/v1/categories"); x.Status != 200 {
+			t.Errorf("GET /api/v1/categories: %s, want 200", x)
+		}
+		doc, everyDoc := fetchDiscovery(t, ctx, explicit), fetchDiscovery(t, ctx, every)
+		if !bytes.Equal(doc.raw, everyDoc.raw) {
+			t.Errorf("the discovery document of the explicit list differs from every module's:\n%s\nevery module:\n%s", doc.raw, everyDoc.raw)
+		}
+	})
+}
