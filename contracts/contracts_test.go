@@ -148,3 +148,32 @@ func resolveLocal(doc any, ref string) bool {
 	}
 	return true
 }
+
+// Every operation of the OpenAPI documents names the module that serves it (x-svc-module; one module
+// per path), so that discovery can leave out the paths of modules a deployment does not enable.
+func TestOpenAPIPathsNameTheirModule(t *testing.T) {
+	for _, doc := range []string{"openapi.json", "openapi/agent.json"} {
+		raw, err := fs.ReadFile(contracts.FS(), doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v struct {
+			Paths map[string]map[string]map[string]any `json:"paths"`
+		}
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatal(err)
+		}
+		for path, item := range v.Paths {
+			owners := map[any]bool{}
+			for method, op := range item {
+				if m, _ := op["x-svc-module"].(string); !regexp.MustCompile(`^[a-z][a-z0-9]*$`).MatchString(m) {
+					t.Errorf("%s %s %s: x-svc-module %v", doc, method, path, op["x-svc-module"])
+				}
+				owners[op["x-svc-module"]] = true
+			}
+			if len(owners) != 1 {
+				t.Errorf("%s %s: the operations of one path belong to %d modules", doc, path, len(owners))
+			}
+		}
+	}
+}

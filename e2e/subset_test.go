@@ -97,6 +97,17 @@ func TestSubsetDeployments(t *testing.T) {
 			}
 		}
 
+		// The API documents it names hold only the enabled modules' paths, and its examples index only
+		// their shapes.
+		for _, p := range []string{"/openapi.json", "/contracts/openapi/agent.json", "/contracts/examples"} {
+			body := mustFetch(t, ctx, subset.URL+p).Body
+			for _, gone := range []string{"/api/v1/pricing", "/api/v1/categories", "/agent-api/v1/threads", "/agent-api/v1/wallet", "create-thread-request", "billing-declaration"} {
+				if bytes.Contains(body, []byte(`"`+gone)) {
+					t.Errorf("GET %s names %s, of a disabled module", p, gone)
+				}
+			}
+		}
+
 		// The disabled modules' routes, public and signed, answer 404 problems.
 		for _, path := range []string{"/api/v1/pricing", "/api/v1/categories", "/api/v1/search?q=dal", "/forum"} {
 			wantProblem(t, "GET "+path, mustFetch(t, ctx, subset.URL+path), 404, "not_found")

@@ -117,7 +117,17 @@ func (p *Publisher) buildExamples() (representation, error) {
 	if err != nil {
 		return representation{}, fmt.Errorf("list examples: %w", err)
 	}
+	published := map[string]bool{}
+	for _, pub := range p.pubs {
+		if pub.Schema {
+			published[pub.Name] = true
+		}
+	}
 	for _, s := range shapes {
+		// Only the shapes of enabled modules: their schemas are the published ones.
+		if !published[s.Name()] {
+			continue
+		}
 		shape := exampleShape{Name: s.Name(), Schema: p.deployment.BaseURL + SchemaPath(s.Name()), Valid: []string{}, Invalid: []string{}}
 		for _, verdict := range []string{"valid", "invalid"} {
 			files, _ := fs.ReadDir(p.files, path.Join("examples", s.Name(), verdict))
@@ -146,6 +156,11 @@ func (p *Publisher) file(name string) (representation, bool) {
 	body, err := fs.ReadFile(p.files, name)
 	if err != nil {
 		return representation{}, false
+	}
+	if isOpenAPI(name) {
+		if body, err = p.forDeployment(body); err != nil {
+			return representation{}, false
+		}
 	}
 	r := representation{body: body, etag: etagOf(body), contentType: contentType(name)}
 	p.fileCache.Store(name, r)

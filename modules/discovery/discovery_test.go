@@ -52,8 +52,23 @@ func engine(t testing.TB, d *plugin.Deployment, pubs []plugin.Publication) *gin.
 	return e
 }
 
+// allModules is a deployment of every module whose contracts are embedded.
+var allModules = []string{"billing", "discovery", "forum", "sigv1"}
+
+// defaultEngine serves a deployment of every module: discovery's own publications plus a schema
+// publication for every other embedded schema, as the modules contribute them.
 func defaultEngine(t testing.TB) *gin.Engine {
-	return engine(t, &plugin.Deployment{BaseURL: base, Modules: []string{"discovery"}}, discovery.Publications())
+	return engine(t, &plugin.Deployment{BaseURL: base, Modules: allModules}, allPublications())
+}
+
+func allPublications() []plugin.Publication {
+	pubs := discovery.Publications()
+	for _, n := range schema.Published().Names() {
+		if !slices.ContainsFunc(pubs, func(p plugin.Publication) bool { return p.Schema && p.Name == n }) {
+			pubs = append(pubs, plugin.Publication{Module: "test", Name: n, Path: discovery.SchemaPath(n), Schema: true})
+		}
+	}
+	return pubs
 }
 
 type response struct {
@@ -151,7 +166,7 @@ func pathOf(t *testing.T, url string) string {
 }
 
 func TestDocument(t *testing.T) {
-	r, doc := document(t, defaultEngine(t), nil)
+	r, doc := document(t, engine(t, &plugin.Deployment{BaseURL: base, Modules: []string{"discovery"}}, discovery.Publications()), nil)
 
 	if doc["protocol"] != "svc-discovery-v1" || doc["media_type"] != "application/svc+json; version=1" ||
 		doc["signature_scheme"] != "svc-sig-v1" || doc["base_url"] != base {
@@ -703,4 +718,45 @@ func FuzzServeContracts(f *testing.F) {
 			t.Fatalf("%s /contracts/%q: status %d", method, rest, rec.Code)
 		}
 	})
+}
+
+// A deployment without some modules names none of their contracts: the OpenAPI documents it serves
+// hold only the paths of enabled modules (and the host's), and the examples index only the shapes
+// whose schemas the enabled modules publish.
+func TestSubsetDeploymentServesOnlyItsContracts(t *testing.T) {
+	pubs := discovery.Publications()
+	for _, n := range []string{"conformance-request", "write-admission-request"} {
+		pubs = append(pubs, plugin.Publication{Module: "sigv1", Name: n, Path: discovery.SchemaPath(n), Schema: true})
+	}
+	e := engine(t, &plugin.Deployment{BaseURL: base, Modules: []string{"discovery", "sigv1"}}, pubs)
+	for _, p := range []string{discovery.PublicAPI, discovery.ContractsDir + "/openapi/agent.json"} {
+		r := serve(t, e, http.MethodGet, p, nil)
+		var doc struct {
+			Paths map[string]map[string]map[string]any `json:"paths"`
+		}
+		if r.status != http.StatusOK || json.Unmarshal(r.body, &doc) != nil || len(doc.Paths) == 0 {
+			t.Fatalf("GET %s: %d %.200s", p, r.status, r.body)
+		}
+		for path, item := range doc.Paths {
+			for _, op := range item {
+				if owner := op["x-svc-module"]; owner != "host" && owner != "discovery" && owner != "sigv1" {
+					t.Errorf("GET %s names %s of module %v, which is not enabled", p, path, owner)
+				}
+			}
+		}
+		if etag := r.header.Get("ETag"); etag == "" || serve(t, e, http.MethodGet, p, map[string]string{"If-None-Match": etag}).status != http.StatusNotModified {
+			t.Errorf("GET %s: no working ETag", p)
+		}
+	}
+	var idx examplesIndex
+	if r := serve(t, e, http.MethodGet, discovery.ExamplesPath, nil); json.Unmarshal(r.body, &idx) != nil {
+		t.Fatalf("examples index: %s", r.body)
+	}
+	var listed []string
+	for _, s := range idx.Shapes {
+		listed = append(listed, s.Name)
+	}
+	if !slices.Equal(listed, []string{"conformance-request", "write-admission-request"}) {
+		t.Fatalf("examples index lists %v", listed)
+	}
 }
