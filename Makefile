@@ -34,14 +34,14 @@ unit: tools ## each module's tests alone (GOWORK=off) with the race detector; Po
 		(cd $$m && GOWORK=off go test -race -count=1 ./...); \
 	done
 
-e2e: images ## the built image beside PostgreSQL, in containers (testcontainers-go)
+e2e: images tools ## the built image beside PostgreSQL, in containers (testcontainers-go)
 	cd e2e && GOWORK=off go test -count=1 -timeout 15m ./...
 
 images: ## build the PostgreSQL and service images offline (only what changed)
 	build/postgres/build.sh
 	build/svc/build.sh
 
-tools: ## install the command-line tools the tests use (openssl, curl, chromium) when missing
+tools: ## install the command-line tools the tests use (openssl, curl, chromium, docker-compose) when missing
 	@build/tools.sh
 
 lint: $(BIN)/staticcheck ## gofmt, go vet and staticcheck over every module

@@ -94,7 +94,7 @@ func Open(url string, o Options) (*gorm.DB, error) {
 	var dial gorm.Dialector
 	switch dialect {
 	case Postgres:
-		dial = postgres.New(postgres.Config{DSN: dsn})
+		dial = postgres.New(postgres.Config{DSN: withConnectTimeout(dsn)})
 	case SQLite:
 		if dir := filepath.Dir(dsn); dir != "" {
 			if err := os.MkdirAll(dir, 0o750); err != nil {
@@ -166,4 +166,20 @@ func (s slowOnly) LogMode(level logger.LogLevel) logger.Interface {
 
 func (s slowOnly) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), _ error) {
 	s.Interface.Trace(ctx, begin, fc, nil)
+}
+
+// connectTimeout bounds a new connection to PostgreSQL unless the URL sets connect_timeout: a database
+// whose address stopped answering (a stopped container, a dead host) must fail a request quickly
+// (503) rather than hang it until the operating system gives up.
+const connectTimeout = "5"
+
+func withConnectTimeout(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Query().Has("connect_timeout") {
+		return dsn
+	}
+	q := u.Query()
+	q.Set("connect_timeout", connectTimeout)
+	u.RawQuery = q.Encode()
+	return u.String()
 }

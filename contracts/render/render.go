@@ -3,8 +3,10 @@
 package render
 
 import (
+	"database/sql/driver"
 	"errors"
 	"mime"
+	"net"
 	"strconv"
 	"strings"
 
@@ -111,7 +113,25 @@ func Error(c *gin.Context, err error) {
 		return
 	}
 	_ = c.Error(err)
+	if unavailable(err) {
+		Problem(c, problem.New(problem.NotReady, "The service cannot reach its database right now; nothing was changed. Retry shortly.").With("retry_after_seconds", 1))
+		return
+	}
 	Problem(c, problem.New(problem.Internal, "The server could not complete the request."))
+}
+
+// unavailable reports whether err means the database could not be reached or went away, rather than
+// a bug: a connection failure (SQLSTATE class 08), an operator's shutdown or restart (class 57), too
+// many connections (53300), a network error, or a connection the driver dropped. Such a request is
+// answered 503, and its transaction was rolled back.
+func unavailable(err error) bool {
+	var st interface{ SQLState() string }
+	if errors.As(err, &st) {
+		code := st.SQLState()
+		return strings.HasPrefix(code, "08") || strings.HasPrefix(code, "57") || code == "53300"
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn)
 }
 
 // Abort writes p and stops the handler chain.

@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/http/httptest"
@@ -76,6 +77,10 @@ func TestErrorClassifies(t *testing.T) {
 		{problem.New(problem.NotFound, "gone"), 404, `"code":"not_found"`},
 		{refusal, 422, `"pointer":"/echo"`},
 		{errors.New("secret database detail"), 500, `"code":"internal_error"`},
+		{fmt.Errorf("record charge: %w", sqlStateError("57P01")), 503, `"code":"not_ready"`},
+		{fmt.Errorf("read: %w", sqlStateError("08006")), 503, `"code":"not_ready"`},
+		{fmt.Errorf("insert: %w", sqlStateError("23505")), 500, `"code":"internal_error"`},
+		{fmt.Errorf("query: %w", driver.ErrBadConn), 503, `"code":"not_ready"`},
 	}
 	for _, tc := range cases {
 		w := httptest.NewRecorder()
@@ -97,3 +102,9 @@ func TestRaw(t *testing.T) {
 		t.Fatalf("%d %q %q", w.Code, w.Header().Get("Content-Type"), w.Body)
 	}
 }
+
+// sqlStateError is an error with a SQLSTATE, as the PostgreSQL driver's errors have.
+type sqlStateError string
+
+func (e sqlStateError) Error() string    { return "database error " + string(e) }
+func (e sqlStateError) SQLState() string { return string(e) }

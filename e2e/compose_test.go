@@ -1,0 +1,169 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svcforum/svc/modules/sigv1/signer"
+)
+
+// composeTimeout bounds TestCompose; composeDownTimeout bounds taking the project down.
+const (
+	composeTimeout     = 4 * time.Minute
+	composeDownTimeout = 2 * time.Minute
+)
+
+// composeProject is a docker-compose project of docker-compose.yml, run with the local images.
+type composeProject struct {
+	bin, file, name string
+	env             []string
+}
+
+// run runs docker-compose with args and returns its stdout; stderr is in the error.
+func (p *composeProject) run(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, p.bin, append([]string{"--ansi", "never", "-f", p.file, "-p", p.name}, args...)...)
+	cmd.Env = p.env
+	cmd.WaitDelay = 10 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		return stdout.String(), fmt.Errorf("docker-compose %s: %w\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// freePort returns a TCP port on this host that is free now. docker-compose.yml publishes fixed host
+// ports (8080, 8081, 9090 by default), so two projects at once would collide unless each is given its
+// own through SVC_PUBLIC_PORT, SVC_AGENT_PORT and SVC_ADMIN_PORT.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free port: %v", err)
+	}
+	defer l.Close()
+	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+}
+
+// TestCompose: docker-compose.yml brought up with the local images under a project name of its own
+// comes ready; an agent provisioned with `svc admin` in a one-off container of the project passes
+// conformance with a request signed by the Go signer; the project is taken down with its volume.
+func TestCompose(t *testing.T) {
+	t.Parallel()
+	bin, err := exec.LookPath("docker-compose")
+	if err != nil {
+		t.Fatalf("docker-compose is not installed (%v): run `make tools`", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), composeTimeout)
+	t.Cleanup(cancel)
+	requireImage(t, ctx, serviceImage())
+	requireImage(t, ctx, postgresImage())
+
+	file, err := filepath.Abs(filepath.Join("..", "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	suffix := make([]byte, 4)
+	rand.Read(suffix)
+	p := &composeProject{bin: bin, file: file, name: "svce2e" + hex.EncodeToString(suffix)}
+	p.env = append(os.Environ(),
+		"SVC_IMAGE="+serviceImage(),
+		"SVC_POSTGRES_IMAGE="+postgresImage(),
+		"SVC_PUBLIC_PORT="+freePort(t),
+		"SVC_AGENT_PORT="+freePort(t),
+		"SVC_ADMIN_PORT="+freePort(t),
+		"COMPOSE_HTTP_TIMEOUT=120",
+	)
+
+	// Down in every case, with its own deadline (the test's may be over), and the logs on failure.
+	t.Cleanup(func() {
+		dctx, dcancel := context.WithTimeout(context.Background(), composeDownTimeout)
+		defer dcancel()
+		if t.Failed() {
+			if out, err := p.run(dctx, "logs", "--no-color", "--tail", "200"); err == nil {
+				t.Logf("docker-compose logs:\n%s", out)
+			}
+		}
+		if _, err := p.run(dctx, "down", "-v", "--remove-orphans", "--timeout", "10"); err != nil {
+			t.Errorf("take the project down: %v", err)
+		}
+	})
+
+	started := time.Now()
+	if _, err := p.run(ctx, "up", "-d"); err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	t.Logf("docker-compose up -d took %s", time.Since(started).Round(time.Millisecond))
+
+	endpoint := func(port string) string {
+		t.Helper()
+		out, err := p.run(ctx, "port", "svc", port)
+		if err != nil {
+			t.Fatalf("port: %v", err)
+		}
+		addr := strings.TrimSpace(out)
+		host, hport, err := net.SplitHostPort(addr)
+		if err != nil || hport == "" || hport == "0" {
+			t.Fatalf("docker-compose port svc %s: %q (%v)", port, addr, err)
+		}
+		if host == "0.0.0.0" || host == "::" || host == "" {
+			host = "127.0.0.1"
+		}
+		return "http://" + net.JoinHostPort(host, hport)
+	}
+	public, edge := endpoint("8080"), endpoint("8081")
+
+	took := poll(t, ctx, started, 2*time.Minute, 250*time.Millisecond, "/health/ready 200 on the compose project", func() (bool, string) {
+		r, err := get(ctx, public+"/health/ready")
+		if err != nil {
+			return false, err.Error()
+		}
+		return r.Status == 200, fmt.Sprintf("%d %s", r.Status, r.Body)
+	})
+	t.Logf("/health/ready answered 200 %s after up", took.Round(time.Millisecond))
+
+	// The operator, in one-off containers of the project's svc service.
+	adminRun := func(args ...string) map[string]any {
+		t.Helper()
+		out, err := p.run(ctx, append([]string{"run", "--rm", "-T", "--no-deps", "svc", "admin", "--json"}, args...)...)
+		if err != nil {
+			t.Fatalf("svc admin %s: %v", strings.Join(args, " "), err)
+		}
+		var m map[string]any
+		dec := json.NewDecoder(strings.NewReader(out))
+		if err := dec.Decode(&m); err != nil || dec.More() {
+			t.Fatalf("svc admin %s: stdout is not one JSON object (%v): %q", strings.Join(args, " "), err, out)
+		}
+		return m
+	}
+	org, _ := adminRun("org", "create", "--name", "Compose Kitchen")["org_id"].(string)
+	seed := sha256.Sum256([]byte("e2e key compose"))
+	key := ed25519.NewKeyFromSeed(seed[:])
+	agent, _ := adminRun("agent", "create", "--org", org, "--handle", "composer")["agent_id"].(string)
+	keyID, _ := adminRun("key", "add", "--agent", agent, "--public-key", base64.StdEncoding.EncodeToString(key.Public().(ed25519.PublicKey)))["key_id"].(string)
+	if org == "" || agent == "" || keyID == "" {
+		t.Fatalf("org %q, agent %q, key %q: an identifier is missing", org, agent, keyID)
+	}
+	id := agentIdentity{OrgID: org, AgentID: agent, KeyID: keyID, Handle: "composer", Signer: signer.New(agent, keyID, key)}
+
+	conf := jsonBody(t, "conformance", signedSend(t, ctx, id, http.MethodPost, edge, "/conformance", "compose-conf-1", `{"echo":"compose"}`), 200)
+	if conf["agent_id"] != agent || conf["key_id"] != keyID || conf["org_id"] != org || conf["echo"] != "compose" {
+		t.Fatalf("conformance: %v", conf)
+	}
+}
