@@ -1,12 +1,9 @@
 package billing
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/svcforum/svc/contracts/bind"
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
@@ -76,31 +74,7 @@ func (e *Endpoints) getPricing(c *gin.Context) {
 	if current != "" {
 		resp.CurrentPricingVersion = &current
 	}
-	body, err := port.Marshal(resp)
-	if err != nil {
-		render.Error(c, err)
-		return
-	}
-	sum := sha256.Sum256(append([]byte(render.MediaType(c)), body...))
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-	c.Header("ETag", etag)
-	c.Header("Cache-Control", "public, max-age=60")
-	if match := c.GetHeader("If-None-Match"); match != "" && etagMatches(match, etag) {
-		c.Status(http.StatusNotModified)
-		return
-	}
-	render.Raw(c, http.StatusOK, body)
-}
-
-// etagMatches reports whether an If-None-Match header names etag (or is "*"), weak or strong.
-func etagMatches(header, etag string) bool {
-	for part := range strings.SplitSeq(header, ",") {
-		p := strings.TrimPrefix(strings.TrimSpace(part), "W/")
-		if p == "*" || p == etag {
-			return true
-		}
-	}
-	return false
+	render.Cached(c, resp, "public, max-age=60")
 }
 
 // WalletResponse is the caller's organisation's wallet.
@@ -143,13 +117,8 @@ type UsageResponse struct {
 	NextCursor *string          `json:"next_cursor"`
 }
 
-// Paging (WIRE.md section 5).
-const (
-	defaultLimit = 25
-	maxLimit     = 100
-	maxCursor    = 2048
-	cursorPrefix = "u1."
-)
+// cursorPrefix marks a usage cursor.
+const cursorPrefix = "u1."
 
 func (e *Endpoints) getUsage(c *gin.Context) {
 	limit, after, p := pageParams(c)
@@ -183,13 +152,8 @@ func (e *Endpoints) getUsage(c *gin.Context) {
 
 // pageParams reads limit (1..100, default 25) and cursor; a bad one is 400.
 func pageParams(c *gin.Context) (limit int, after string, p *problem.Problem) {
-	limit = defaultLimit
-	if vs, ok := c.GetQueryArray("limit"); ok {
-		n, err := strconv.Atoi(vs[0])
-		if len(vs) != 1 || err != nil || n < 1 || n > maxLimit || vs[0] != strconv.Itoa(n) {
-			return 0, "", problem.Newf(problem.BadRequest, "limit must be an integer from 1 to %d, given once", maxLimit)
-		}
-		limit = n
+	if limit, p = bind.Limit(c); p != nil {
+		return 0, "", p
 	}
 	if vs, ok := c.GetQueryArray("cursor"); ok {
 		id, valid := decodeCursor(vs[0])
@@ -208,7 +172,7 @@ func encodeCursor(id string) string {
 }
 
 func decodeCursor(s string) (string, bool) {
-	if len(s) < 1 || len(s) > maxCursor {
+	if len(s) < 1 || len(s) > bind.MaxCursor {
 		return "", false
 	}
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)

@@ -65,7 +65,7 @@ func (w *Writes) catchUp(c *gin.Context) {
 	p, _ := port.PrincipalFrom(ctx)
 	db := w.db.WithContext(ctx)
 	now := w.clock.Now()
-	limit := defaultLimit
+	limit := bind.DefaultLimit
 	if req.Limit != nil {
 		limit = *req.Limit
 	}

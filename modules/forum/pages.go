@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/svcforum/svc/contracts/bind"
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/problem"
 )
@@ -34,8 +35,8 @@ const (
 )
 
 const (
-	pageReplyLimit = maxLimit // replies per thread page when the query names no limit
-	maxNesting     = 6        // deeper replies are shown beside their parent, "in reply to" it
+	pageReplyLimit = bind.MaxLimit // replies per thread page when the query names no limit
+	maxNesting     = 6             // deeper replies are shown beside their parent, "in reply to" it
 )
 
 // The pages' response headers: no script of any kind runs, only inline styles and same-origin images.
@@ -222,21 +223,9 @@ func (p *pages) category(c *gin.Context) {
 		p.problem(c, prob)
 		return
 	}
-	q := p.reads.db.WithContext(c.Request.Context()).Where("category_id = ?", cat.ID)
-	if sort == "top" {
-		if cur != nil {
-			q = q.Where("score < ? OR (score = ? AND id < ?)", cur.Score, cur.Score, cur.ID)
-		}
-		q = q.Order("score DESC").Order("id DESC")
-	} else {
-		if cur != nil {
-			q = q.Where("id < ?", cur.ID)
-		}
-		q = q.Order("id DESC")
-	}
-	var rows []threadRow
-	if err := q.Limit(limit + 1).Find(&rows).Error; err != nil {
-		p.fail(c, fmt.Errorf("list threads: %w", err))
+	threads, next, err := p.reads.threadsPage(c.Request.Context(), cat, sort, cur, limit)
+	if err != nil {
+		p.fail(c, err)
 		return
 	}
 	out := categoryPage{Category: categoryView(cat), Top: sort == "top", Threads: []threadItem{}}
@@ -246,23 +235,17 @@ func (p *pages) category(c *gin.Context) {
 			out.FirstURL += "?sort=top"
 		}
 	}
-	for i, row := range rows {
-		if i == limit {
-			v := url.Values{"cursor": {encodeCursor(cursor{Sort: sort, Score: rows[limit-1].Score, ID: rows[limit-1].ID})}}
-			if sort == "top" {
-				v.Set("sort", "top")
-			}
-			if _, ok := c.GetQuery("limit"); ok {
-				v.Set("limit", strconv.Itoa(limit))
-			}
-			out.NextURL = CategoryPages + "/" + url.PathEscape(cat.Slug) + "?" + v.Encode()
-			break
+	if next != nil {
+		v := url.Values{"cursor": {*next}}
+		if sort == "top" {
+			v.Set("sort", "top")
 		}
-		t, err := p.reads.threadView(c, row, cat.Slug)
-		if err != nil {
-			p.fail(c, err)
-			return
+		if _, ok := c.GetQuery("limit"); ok {
+			v.Set("limit", strconv.Itoa(limit))
 		}
+		out.NextURL = CategoryPages + "/" + url.PathEscape(cat.Slug) + "?" + v.Encode()
+	}
+	for _, t := range threads {
 		out.Threads = append(out.Threads, threadItem{Thread: t, TitleText: titleText(t)})
 	}
 	p.write(c, http.StatusOK, "category", out)
@@ -300,41 +283,28 @@ func (p *pages) thread(c *gin.Context) {
 	if _, ok := c.GetQuery("limit"); !ok {
 		limit = pageReplyLimit
 	}
-	q := p.reads.db.WithContext(ctx).Where("thread_id = ?", row.ID)
-	if cur != nil {
-		q = q.Where("id > ?", cur.ID)
-	}
-	var rows []replyRow
-	if err := q.Order("id ASC").Limit(limit + 1).Find(&rows).Error; err != nil {
-		p.fail(c, fmt.Errorf("list replies: %w", err))
-		return
-	}
-	t, err := p.reads.threadView(c, row, cat.Slug)
+	replies, next, err := p.reads.repliesPage(ctx, row.ID, cur, limit)
 	if err != nil {
 		p.fail(c, err)
 		return
 	}
+	ts, err := p.reads.threadViews(ctx, []threadRow{row}, cat.Slug)
+	if err != nil {
+		p.fail(c, err)
+		return
+	}
+	t := ts[0]
 	self := ThreadPages + "/" + row.ID
 	out := threadPage{Thread: t, TitleText: titleText(t), Category: categoryView(cat)}
 	if cur != nil {
 		out.FirstURL = self
 	}
-	replies := make([]Reply, 0, len(rows))
-	for i, rr := range rows {
-		if i == limit {
-			v := url.Values{"cursor": {encodeCursor(cursor{Sort: "replies", ID: rows[limit-1].ID})}}
-			if _, ok := c.GetQuery("limit"); ok {
-				v.Set("limit", strconv.Itoa(limit))
-			}
-			out.NextURL = self + "?" + v.Encode()
-			break
+	if next != nil {
+		v := url.Values{"cursor": {*next}}
+		if _, ok := c.GetQuery("limit"); ok {
+			v.Set("limit", strconv.Itoa(limit))
 		}
-		rv, err := p.reads.replyView(c, rr)
-		if err != nil {
-			p.fail(c, err)
-			return
-		}
-		replies = append(replies, rv)
+		out.NextURL = self + "?" + v.Encode()
 	}
 	links, err := p.referenceLinks(c, t, replies)
 	if err != nil {

@@ -1,22 +1,18 @@
 package forum
 
 import (
-	"crypto/sha256"
+	"context"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"strconv"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/svcforum/svc/contracts/bind"
 	"github.com/svcforum/svc/contracts/plugin"
-	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/render"
 )
@@ -49,13 +45,6 @@ func (r *Reads) Routes() plugin.Routes {
 		get(SearchPath, r.search)
 	}}
 }
-
-// Paging (WIRE.md section 5).
-const (
-	defaultLimit = 25
-	maxLimit     = 100
-	maxCursor    = 2048
-)
 
 func (r *Reads) categories(c *gin.Context) {
 	var rows []categoryRow
@@ -105,37 +94,12 @@ func (r *Reads) threads(c *gin.Context) {
 		render.Problem(c, p)
 		return
 	}
-	q := r.db.WithContext(c.Request.Context()).Where("category_id = ?", cat.ID)
-	if sort == "top" {
-		if cur != nil {
-			q = q.Where("score < ? OR (score = ? AND id < ?)", cur.Score, cur.Score, cur.ID)
-		}
-		q = q.Order("score DESC").Order("id DESC")
-	} else {
-		if cur != nil {
-			q = q.Where("id < ?", cur.ID)
-		}
-		q = q.Order("id DESC")
-	}
-	var rows []threadRow
-	if err := q.Limit(limit + 1).Find(&rows).Error; err != nil {
-		render.Error(c, fmt.Errorf("list threads: %w", err))
+	threads, next, err := r.threadsPage(c.Request.Context(), cat, sort, cur, limit)
+	if err != nil {
+		render.Error(c, err)
 		return
 	}
-	out := ThreadList{Category: categoryView(cat), Sort: sort, Threads: []Thread{}}
-	for i, row := range rows {
-		if i == limit {
-			next := encodeCursor(cursor{Sort: sort, Score: rows[limit-1].Score, ID: rows[limit-1].ID})
-			out.NextCursor = &next
-			break
-		}
-		t, err := r.threadView(c, row, cat.Slug)
-		if err != nil {
-			render.Error(c, err)
-			return
-		}
-		out.Threads = append(out.Threads, t)
-	}
+	out := ThreadList{Category: categoryView(cat), Sort: sort, Threads: threads, NextCursor: next}
 	cacheable(c, out)
 }
 
@@ -149,12 +113,12 @@ func (r *Reads) thread(c *gin.Context) {
 		render.Error(c, fmt.Errorf("find the thread's category: %v", err))
 		return
 	}
-	t, err := r.threadView(c, row, slug[0])
+	ts, err := r.threadViews(c.Request.Context(), []threadRow{row}, slug[0])
 	if err != nil {
 		render.Error(c, err)
 		return
 	}
-	cacheable(c, t)
+	cacheable(c, ts[0])
 }
 
 // replies lists a thread's replies in creation order, paged; parent_reply_id threads them.
@@ -168,29 +132,12 @@ func (r *Reads) replies(c *gin.Context) {
 		render.Problem(c, p)
 		return
 	}
-	q := r.db.WithContext(c.Request.Context()).Where("thread_id = ?", th.ID)
-	if cur != nil {
-		q = q.Where("id > ?", cur.ID)
-	}
-	var rows []replyRow
-	if err := q.Order("id ASC").Limit(limit + 1).Find(&rows).Error; err != nil {
-		render.Error(c, fmt.Errorf("list replies: %w", err))
+	replies, next, err := r.repliesPage(c.Request.Context(), th.ID, cur, limit)
+	if err != nil {
+		render.Error(c, err)
 		return
 	}
-	out := ReplyList{ThreadID: th.ID, Replies: []Reply{}}
-	for i, row := range rows {
-		if i == limit {
-			next := encodeCursor(cursor{Sort: "replies", ID: rows[limit-1].ID})
-			out.NextCursor = &next
-			break
-		}
-		rv, err := r.replyView(c, row)
-		if err != nil {
-			render.Error(c, err)
-			return
-		}
-		out.Replies = append(out.Replies, rv)
-	}
+	out := ReplyList{ThreadID: th.ID, Replies: replies, NextCursor: next}
 	cacheable(c, out)
 }
 
@@ -199,12 +146,12 @@ func (r *Reads) reply(c *gin.Context) {
 	if !r.find(c, &row) {
 		return
 	}
-	rv, err := r.replyView(c, row)
+	rs, err := r.replyViews(c.Request.Context(), []replyRow{row})
 	if err != nil {
 		render.Error(c, err)
 		return
 	}
-	cacheable(c, rv)
+	cacheable(c, rs[0])
 }
 
 // find loads the post of the path's id into row, answering 404 for an id that is not a lowercase
@@ -226,85 +173,148 @@ func (r *Reads) find(c *gin.Context, row any) bool {
 	return true
 }
 
-func (r *Reads) references(c *gin.Context, kind, id string) ([]Reference, error) {
+// threadsPage returns one page of a category's threads in sort order ("newest" or "top") after cur,
+// and the cursor of the next page (nil at the end). The JSON plane and the pages both list with it.
+func (r *Reads) threadsPage(ctx context.Context, cat categoryRow, sort string, cur *cursor, limit int) ([]Thread, *string, error) {
+	q := r.db.WithContext(ctx).Where("category_id = ?", cat.ID)
+	if sort == "top" {
+		if cur != nil {
+			q = q.Where("score < ? OR (score = ? AND id < ?)", cur.Score, cur.Score, cur.ID)
+		}
+		q = q.Order("score DESC").Order("id DESC")
+	} else {
+		if cur != nil {
+			q = q.Where("id < ?", cur.ID)
+		}
+		q = q.Order("id DESC")
+	}
+	var rows []threadRow
+	if err := q.Limit(limit + 1).Find(&rows).Error; err != nil {
+		return nil, nil, fmt.Errorf("list threads: %w", err)
+	}
+	var next *string
+	if len(rows) > limit {
+		rows = rows[:limit]
+		n := encodeCursor(cursor{Sort: sort, Score: rows[limit-1].Score, ID: rows[limit-1].ID})
+		next = &n
+	}
+	threads, err := r.threadViews(ctx, rows, cat.Slug)
+	return threads, next, err
+}
+
+// repliesPage returns one page of a thread's replies in creation order after cur, and the cursor of
+// the next page (nil at the end).
+func (r *Reads) repliesPage(ctx context.Context, threadID string, cur *cursor, limit int) ([]Reply, *string, error) {
+	q := r.db.WithContext(ctx).Where("thread_id = ?", threadID)
+	if cur != nil {
+		q = q.Where("id > ?", cur.ID)
+	}
+	var rows []replyRow
+	if err := q.Order("id ASC").Limit(limit + 1).Find(&rows).Error; err != nil {
+		return nil, nil, fmt.Errorf("list replies: %w", err)
+	}
+	var next *string
+	if len(rows) > limit {
+		rows = rows[:limit]
+		n := encodeCursor(cursor{Sort: "replies", ID: rows[limit-1].ID})
+		next = &n
+	}
+	replies, err := r.replyViews(ctx, rows)
+	return replies, next, err
+}
+
+// references returns the typed edges from the posts ids of kind, by post, in one query for the whole
+// page.
+func (r *Reads) references(ctx context.Context, kind string, ids []string) (map[string][]Reference, error) {
+	out := map[string][]Reference{}
+	if len(ids) == 0 {
+		return out, nil
+	}
 	var rows []referenceRow
-	if err := r.db.WithContext(c.Request.Context()).Where("source_kind = ? AND source_id = ?", kind, id).Order("id").Find(&rows).Error; err != nil {
+	if err := r.db.WithContext(ctx).Where("source_kind = ? AND source_id IN ?", kind, ids).Order("id").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read references: %w", err)
 	}
-	out := make([]Reference, 0, len(rows))
 	for _, row := range rows {
-		out = append(out, Reference{ReferenceType: row.ReferenceType, TargetKind: row.TargetKind, TargetID: row.TargetID})
+		out[row.SourceID] = append(out[row.SourceID], Reference{ReferenceType: row.ReferenceType, TargetKind: row.TargetKind, TargetID: row.TargetID})
 	}
 	return out, nil
 }
 
-// threadView is a thread as the read plane shows it: a tombstone keeps its place, votes and replies
-// but shows no title, body, recipe or references.
-func (r *Reads) threadView(c *gin.Context, row threadRow, slug string) (Thread, error) {
-	t := Thread{ID: row.ID, CategoryID: row.CategoryID, CategorySlug: slug, Trust: Untrusted,
-		Author: Author{AgentID: row.AuthorID, Handle: row.AuthorHandle}, Intent: row.Intent,
-		DeclaredModel: row.DeclaredModel, References: []Reference{}, Votes: Votes{row.Score, row.Up, row.Down},
-		ReplyCount: row.ReplyCount, CreatedAt: row.CreatedAt.UTC(), LastActivity: row.LastActivity.UTC()}
-	if row.TombstonedAt != nil {
-		at := row.TombstonedAt.UTC()
-		t.Tombstoned, t.TombstonedAt = true, &at
-		return t, nil
-	}
-	t.Title, t.BodyMarkdown = &row.Title, &row.BodyMarkdown
-	if row.Recipe != nil {
-		var rec Recipe
-		if err := json.Unmarshal([]byte(*row.Recipe), &rec); err != nil {
-			return Thread{}, fmt.Errorf("decode recipe: %w", err)
-		}
-		t.Recipe = &rec
-	}
-	refs, err := r.references(c, KindThread, row.ID)
-	if err != nil {
-		return Thread{}, err
-	}
-	t.References = refs
-	return t, nil
-}
-
-func (r *Reads) replyView(c *gin.Context, row replyRow) (Reply, error) {
-	rv := Reply{ID: row.ID, ThreadID: row.ThreadID, ParentReplyID: row.ParentReplyID, Trust: Untrusted,
-		Author: Author{AgentID: row.AuthorID, Handle: row.AuthorHandle}, Intent: row.Intent,
-		DeclaredModel: row.DeclaredModel, References: []Reference{}, Votes: Votes{row.Score, row.Up, row.Down},
-		CreatedAt: row.CreatedAt.UTC()}
-	if row.TombstonedAt != nil {
-		at := row.TombstonedAt.UTC()
-		rv.Tombstoned, rv.TombstonedAt = true, &at
-		return rv, nil
-	}
-	rv.BodyMarkdown = &row.BodyMarkdown
-	refs, err := r.references(c, KindReply, row.ID)
-	if err != nil {
-		return Reply{}, err
-	}
-	rv.References = refs
-	return rv, nil
-}
-
-// cacheable writes v with an ETag (of the bytes and the media type) and a short public Cache-Control,
-// and answers 304 to a matching If-None-Match.
-func cacheable(c *gin.Context, v any) {
-	body, err := port.Marshal(v)
-	if err != nil {
-		render.Error(c, err)
-		return
-	}
-	sum := sha256.Sum256(append([]byte(render.MediaType(c)+"\n"), body...))
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-	c.Header("ETag", etag)
-	c.Header("Cache-Control", "public, max-age=5")
-	for part := range strings.SplitSeq(c.GetHeader("If-None-Match"), ",") {
-		if p := strings.TrimPrefix(strings.TrimSpace(part), "W/"); p == etag || p == "*" {
-			c.Status(http.StatusNotModified)
-			return
+// threadViews are threads as the read plane shows them: a tombstone keeps its place, votes and
+// replies but shows no title, body, recipe or references.
+func (r *Reads) threadViews(ctx context.Context, rows []threadRow, slug string) ([]Thread, error) {
+	ids := make([]string, 0, len(rows))
+	for _, row := range rows {
+		if row.TombstonedAt == nil {
+			ids = append(ids, row.ID)
 		}
 	}
-	render.Raw(c, http.StatusOK, body)
+	refs, err := r.references(ctx, KindThread, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Thread, 0, len(rows))
+	for _, row := range rows {
+		t := Thread{ID: row.ID, CategoryID: row.CategoryID, CategorySlug: slug, Trust: Untrusted,
+			Author: Author{AgentID: row.AuthorID, Handle: row.AuthorHandle}, Intent: row.Intent,
+			DeclaredModel: row.DeclaredModel, References: []Reference{}, Votes: Votes{row.Score, row.Up, row.Down},
+			ReplyCount: row.ReplyCount, CreatedAt: row.CreatedAt.UTC(), LastActivity: row.LastActivity.UTC()}
+		if row.TombstonedAt != nil {
+			at := row.TombstonedAt.UTC()
+			t.Tombstoned, t.TombstonedAt = true, &at
+			out = append(out, t)
+			continue
+		}
+		t.Title, t.BodyMarkdown = &row.Title, &row.BodyMarkdown
+		if row.Recipe != nil {
+			var rec Recipe
+			if err := json.Unmarshal([]byte(*row.Recipe), &rec); err != nil {
+				return nil, fmt.Errorf("decode recipe: %w", err)
+			}
+			t.Recipe = &rec
+		}
+		if rs := refs[row.ID]; rs != nil {
+			t.References = rs
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
+
+// replyViews are replies as the read plane shows them: a tombstone shows no body or references.
+func (r *Reads) replyViews(ctx context.Context, rows []replyRow) ([]Reply, error) {
+	ids := make([]string, 0, len(rows))
+	for _, row := range rows {
+		if row.TombstonedAt == nil {
+			ids = append(ids, row.ID)
+		}
+	}
+	refs, err := r.references(ctx, KindReply, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Reply, 0, len(rows))
+	for _, row := range rows {
+		rv := Reply{ID: row.ID, ThreadID: row.ThreadID, ParentReplyID: row.ParentReplyID, Trust: Untrusted,
+			Author: Author{AgentID: row.AuthorID, Handle: row.AuthorHandle}, Intent: row.Intent,
+			DeclaredModel: row.DeclaredModel, References: []Reference{}, Votes: Votes{row.Score, row.Up, row.Down},
+			CreatedAt: row.CreatedAt.UTC()}
+		if row.TombstonedAt != nil {
+			at := row.TombstonedAt.UTC()
+			rv.Tombstoned, rv.TombstonedAt = true, &at
+		} else {
+			rv.BodyMarkdown = &row.BodyMarkdown
+			if rs := refs[row.ID]; rs != nil {
+				rv.References = rs
+			}
+		}
+		out = append(out, rv)
+	}
+	return out, nil
+}
+
+// cacheable writes a read-plane response with its ETag and a short public Cache-Control.
+func cacheable(c *gin.Context, v any) { render.Cached(c, v, "public, max-age=5") }
 
 // cursor is a position in a list, opaque to clients: the list it belongs to, and the last item's id
 // (and score, for top).
@@ -322,13 +332,9 @@ func encodeCursor(cur cursor) string {
 
 // page reads limit (1..100, default 25) and a cursor of list; a bad one is 400.
 func page(c *gin.Context, list string) (int, *cursor, *problem.Problem) {
-	limit := defaultLimit
-	if vs, ok := c.GetQueryArray("limit"); ok {
-		n, err := strconv.Atoi(vs[0])
-		if len(vs) != 1 || err != nil || n < 1 || n > maxLimit || vs[0] != strconv.Itoa(n) {
-			return 0, nil, problem.Newf(problem.BadRequest, "limit must be an integer from 1 to %d, given once.", maxLimit)
-		}
-		limit = n
+	limit, p := bind.Limit(c)
+	if p != nil {
+		return 0, nil, p
 	}
 	vs, ok := c.GetQueryArray("cursor")
 	if !ok {
@@ -343,7 +349,7 @@ func page(c *gin.Context, list string) (int, *cursor, *problem.Problem) {
 
 // decodeCursor reads a cursor of list; ok is false for anything this service did not issue for it.
 func decodeCursor(s, list string) (cursor, bool) {
-	if len(s) < 1 || len(s) > maxCursor {
+	if len(s) < 1 || len(s) > bind.MaxCursor {
 		return cursor{}, false
 	}
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)
