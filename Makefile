@@ -3,24 +3,33 @@ SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
-MODULES := contracts database modules/discovery modules/sigv1 modules/billing modules/forum host e2e
+MODULES := contracts database testkit modules/discovery modules/sigv1 modules/billing modules/forum modules/media host e2e
 BIN := $(CURDIR)/bin
 STATICCHECK_VERSION := v0.8.2
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 
 SVC_IMAGE ?= svc:dev
 SVC_POSTGRES_IMAGE ?= svc-postgres:15
-export SVC_IMAGE SVC_POSTGRES_IMAGE
+SVC_S3_IMAGE ?= svc-s3:dev
+export SVC_IMAGE SVC_POSTGRES_IMAGE SVC_S3_IMAGE
 # No registry is reachable: the reaper image cannot be pulled, and the tests remove what they start.
 export TESTCONTAINERS_RYUK_DISABLED ?= true
+# Every container and network the tests start is labelled svc.test.run=$(SVC_TEST_RUN): one ID per make
+# invocation (inherited by its sub-makes), so that `make sweep` removes this run's leftovers only.
+ifeq ($(origin SVC_TEST_RUN),undefined)
+SVC_TEST_RUN := $(shell od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
+endif
+export SVC_TEST_RUN
 
 .PHONY: help run build test unit e2e images tools lint bench tidy sweep
 
 help: ## list the targets
 	@grep -E '^[a-z0-9]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
-run: ## serve svc on the embedded SQLite default (./var/svc.db); Ctrl-C stops it
-	go run ./host/cmd/svc serve
+run: ## serve svc on the embedded SQLite default (./var/svc.db), with keys kept in ./var; Ctrl-C stops it
+	@mkdir -p var
+	@test -s var/cursor.key || (umask 077 && head -c 32 /dev/urandom | base64 > var/cursor.key)
+	SVC_CURSOR_KEY="$${SVC_CURSOR_KEY:-$$(cat var/cursor.key)}" go run ./host/cmd/svc serve
 
 build: ## build the svc binary into ./bin/svc
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/svc ./host/cmd/svc
@@ -37,9 +46,10 @@ unit: tools ## each module's tests alone (GOWORK=off) with the race detector; Po
 e2e: images tools ## the built image beside PostgreSQL, in containers (testcontainers-go)
 	cd e2e && GOWORK=off go test -count=1 -timeout 15m ./...
 
-images: ## build the PostgreSQL and service images offline (only what changed)
+images: ## build the PostgreSQL, S3 and service images offline (only what changed)
 	build/postgres/build.sh
 	build/svc/build.sh
+	build/s3/build.sh
 
 tools: ## install the command-line tools the tests use (openssl, curl, chromium, docker-compose) when missing
 	@build/tools.sh
@@ -48,19 +58,26 @@ lint: $(BIN)/staticcheck ## gofmt, go vet and staticcheck over every module
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt would rewrite:"; echo "$$out"; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && GOWORK=off go vet ./... && GOWORK=off $(BIN)/staticcheck ./...); done
 
-bench: $(BIN)/benchstat ## benchmarks, each against a baseline measured in the same run
+bench: $(BIN)/benchstat ## benchmarks, each against a baseline measured in the same run (installs libvips when missing)
+	@build/bench-tools.sh
 	@mkdir -p var
-	@for m in $(MODULES); do (cd $$m && GOWORK=off go test -run '^$$' -bench . -benchmem -count 6 ./...); done | tee var/bench.txt | grep -E '^(Benchmark|ok|FAIL)' >&2
+	@{ for m in $(MODULES); do (cd $$m && GOWORK=off go test -run '^$$' -bench . -benchmem -count 6 ./...); done; \
+		(cd bench/mediavips && GOWORK=off go test -run '^$$' -bench . -benchmem -count 6 ./...); } \
+		| tee var/bench.txt | grep -E '^(Benchmark|ok|FAIL)' >&2
 	@$(BIN)/benchstat -col /impl var/bench.txt
 
 tidy: ## go mod tidy in every module
 	@for m in $(MODULES); do (cd $$m && go mod tidy); done
+	@cd bench/mediavips && GOWORK=off go mod tidy
 
-sweep: ## remove containers and networks that tests of this project left behind
-	@docker ps -aq --filter label=org.testcontainers=true --filter label=svc.test=true | xargs -r docker rm -f >/dev/null
-	@docker ps -aq --filter label=org.testcontainers=true --filter ancestor=$(SVC_POSTGRES_IMAGE) | xargs -r docker rm -f >/dev/null
-	@docker ps -aq --filter label=org.testcontainers=true --filter ancestor=$(SVC_IMAGE) | xargs -r docker rm -f >/dev/null
-	@docker network ls -q --filter label=org.testcontainers=true | xargs -r docker network rm >/dev/null 2>&1 || true
+# What sweep removes carries this run's label and either testcontainers' own or docker-compose's (e2e's
+# compose project), never anything else on the engine. Docker ANDs the filters of one listing.
+SWEEP_OWNERS := label=org.testcontainers=true label=com.docker.compose.project
+
+sweep: ## remove the containers, networks and volumes that this run's tests (SVC_TEST_RUN) left behind
+	@for o in $(SWEEP_OWNERS); do docker ps -aq --filter label=svc.test.run=$(SVC_TEST_RUN) --filter $$o; done | sort -u | xargs -r docker rm -f -v >/dev/null
+	@for o in $(SWEEP_OWNERS); do docker volume ls -q --filter label=svc.test.run=$(SVC_TEST_RUN) --filter $$o; done | sort -u | xargs -r docker volume rm >/dev/null 2>&1 || true
+	@for o in $(SWEEP_OWNERS); do docker network ls -q --filter label=svc.test.run=$(SVC_TEST_RUN) --filter $$o; done | sort -u | xargs -r docker network rm >/dev/null 2>&1 || true
 
 $(BIN)/staticcheck:
 	GOBIN=$(BIN) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)

@@ -225,3 +225,24 @@ func TestSQLitePragmas(t *testing.T) {
 		}
 	}
 }
+
+// A set whose steps manage their own transactions applies each step once too, however often Migrate
+// runs.
+func TestMigrateOwnTransactions(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		db := dbtest.Open(t, dialect)
+		runs := 0
+		set := plugin.Migrations{Module: "own", OwnTransactions: true, Steps: []*gormigrate.Migration{
+			{ID: "own_0001", Migrate: func(*gorm.DB) error { runs++; return nil }},
+			{ID: "own_0002", Migrate: func(*gorm.DB) error { runs++; return nil }},
+		}}
+		for range 3 {
+			if err := database.Migrate(context.Background(), db, []plugin.Migrations{set}); err != nil {
+				t.Fatalf("Migrate: %v", err)
+			}
+		}
+		if runs != 2 {
+			t.Fatalf("the steps ran %d times, want 2", runs)
+		}
+	})
+}

@@ -32,12 +32,22 @@ func Migrate(ctx context.Context, db *gorm.DB, sets []plugin.Migrations) error {
 	if Dialect(db) != Postgres {
 		return apply(db, sets)
 	}
-	// A session-level lock belongs to one connection: pin one for the lock and the steps.
+	// A session-level lock belongs to one connection: pin one for the lock and the steps. Waiting for
+	// another replica's migration, or building an index on a large table, may take longer than the
+	// server timeouts every connection has (timeouts.go): lift them on this connection while it
+	// migrates, and restore them before it goes back to the pool.
 	return db.Connection(func(conn *gorm.DB) error {
+		restore := conn.Session(&gorm.Session{Context: context.WithoutCancel(ctx)})
+		for _, name := range serverTimeouts {
+			if err := conn.Exec("SET " + name + " = 0").Error; err != nil {
+				return fmt.Errorf("lift %s for migrations: %w", name, err)
+			}
+			defer restore.Exec("RESET " + name)
+		}
 		if err := conn.Exec("SELECT pg_advisory_lock(?)", migrationLock).Error; err != nil {
 			return fmt.Errorf("take migration lock: %w", err)
 		}
-		defer conn.Session(&gorm.Session{Context: context.WithoutCancel(ctx)}).Exec("SELECT pg_advisory_unlock(?)", migrationLock)
+		defer restore.Exec("SELECT pg_advisory_unlock(?)", migrationLock)
 		return apply(conn, sets)
 	})
 }
@@ -47,11 +57,13 @@ func apply(db *gorm.DB, sets []plugin.Migrations) error {
 		if len(set.Steps) == 0 {
 			continue
 		}
-		m := gormigrate.New(db, &gormigrate.Options{
+		// A session of its own: without a transaction gormigrate chains every query on the handle it
+		// is given, and a handle that is not a session would accumulate their conditions.
+		m := gormigrate.New(db.Session(&gorm.Session{}), &gormigrate.Options{
 			TableName:      HistoryTable(set.Module),
 			IDColumnName:   "id",
 			IDColumnSize:   255,
-			UseTransaction: true,
+			UseTransaction: !set.OwnTransactions,
 		}, set.Steps)
 		if err := m.Migrate(); err != nil {
 			return fmt.Errorf("migrate %s: %w", set.Module, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/testcontainers/testcontainers-go/network"
 	"github.com/testcontainers/testcontainers-go/wait"
 
+	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/sigv1/signer"
 )
 
@@ -183,6 +184,7 @@ func runOnceWith(t *testing.T, ctx context.Context, nw *testcontainers.DockerNet
 	requireImage(t, ctx, image)
 	opts := append([]testcontainers.ContainerCustomizer{
 		testcontainers.WithLogger(tclog.TestLogger(t)),
+		testcontainers.WithLabels(dbtest.Labels()),
 		network.WithNetwork(nil, nw),
 		testcontainers.WithEnv(env),
 		testcontainers.WithCmd(cmd...),

@@ -19,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
+	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/sigv1/signer"
 )
 
@@ -30,13 +33,28 @@ const (
 
 // composeProject is a docker-compose project of docker-compose.yml, run with the local images.
 type composeProject struct {
-	bin, file, name string
-	env             []string
+	bin, file, labels, name string
+	env                     []string
+}
+
+// runLabels writes an override of docker-compose.yml that labels the project's containers, network and
+// volume with this run, so that `make sweep` can remove them should the test be killed before it takes
+// them down, and returns its path.
+func runLabels(t *testing.T) string {
+	t.Helper()
+	label := fmt.Sprintf("      %s: %q\n", dbtest.RunLabel, dbtest.RunID())
+	override := "services:\n  postgres:\n    labels:\n" + label + "  svc:\n    labels:\n" + label +
+		"networks:\n  default:\n    labels:\n" + label + "volumes:\n  pgdata:\n    labels:\n" + label
+	path := filepath.Join(t.TempDir(), "labels.yml")
+	if err := os.WriteFile(path, []byte(override), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // run runs docker-compose with args and returns its stdout; stderr is in the error.
 func (p *composeProject) run(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, p.bin, append([]string{"--ansi", "never", "-f", p.file, "-p", p.name}, args...)...)
+	cmd := exec.CommandContext(ctx, p.bin, append([]string{"--ansi", "never", "-f", p.file, "-f", p.labels, "-p", p.name}, args...)...)
 	cmd.Env = p.env
 	cmd.WaitDelay = 10 * time.Second
 	var stdout, stderr bytes.Buffer
@@ -81,13 +99,14 @@ func TestCompose(t *testing.T) {
 	}
 	suffix := make([]byte, 4)
 	rand.Read(suffix)
-	p := &composeProject{bin: bin, file: file, name: "svce2e" + hex.EncodeToString(suffix)}
+	p := &composeProject{bin: bin, file: file, labels: runLabels(t), name: "svce2e" + hex.EncodeToString(suffix)}
 	p.env = append(os.Environ(),
 		"SVC_IMAGE="+serviceImage(),
 		"SVC_POSTGRES_IMAGE="+postgresImage(),
 		"SVC_PUBLIC_PORT="+freePort(t),
 		"SVC_AGENT_PORT="+freePort(t),
 		"SVC_ADMIN_PORT="+freePort(t),
+		"SVC_CURSOR_KEY="+cursorKey,
 		"COMPOSE_HTTP_TIMEOUT=120",
 	)
 
@@ -137,6 +156,28 @@ func TestCompose(t *testing.T) {
 		return r.Status == 200, fmt.Sprintf("%d %s", r.Status, r.Body)
 	})
 	t.Logf("/health/ready answered 200 %s after up", took.Round(time.Millisecond))
+
+	// The container's own health check (svc health) reports it healthy.
+	out, err := p.run(ctx, "ps", "-q", "svc")
+	if err != nil || strings.TrimSpace(out) == "" {
+		t.Fatalf("docker-compose ps -q svc: %q %v", out, err)
+	}
+	container := strings.TrimSpace(out)
+	poll(t, ctx, time.Now(), time.Minute, 500*time.Millisecond, "the svc container's health check to pass", func() (bool, string) {
+		info, err := docker(t).ContainerInspect(ctx, container, client.ContainerInspectOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if info.Container.State == nil || info.Container.State.Health == nil {
+			return false, "no health check"
+		}
+		return info.Container.State.Health.Status == "healthy", string(info.Container.State.Health.Status)
+	})
+	// It carries this run's label, by which `make sweep` finds what a killed test left behind.
+	info, err := docker(t).ContainerInspect(ctx, container, client.ContainerInspectOptions{})
+	if err != nil || info.Container.Config == nil || info.Container.Config.Labels[dbtest.RunLabel] != dbtest.RunID() {
+		t.Fatalf("the svc container's label %s: want %q (%v)", dbtest.RunLabel, dbtest.RunID(), err)
+	}
 
 	// The operator, in one-off containers of the project's svc service.
 	adminRun := func(args ...string) map[string]any {

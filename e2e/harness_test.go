@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"strings"
@@ -46,6 +47,9 @@ const (
 	// stopTimeout is how long a container may take to stop before it is killed.
 	stopTimeout = 10 * time.Second
 )
+
+// cursorKey seals the cursors of every service the tests start (SVC_CURSOR_KEY).
+const cursorKey = "ZTJlIHRlc3QgY3Vyc29yIGtleTogbm90IGEgc2VjcmV0IGF0IGFsbA=="
 
 // serviceImage and postgresImage are the images under test.
 func serviceImage() string  { return envOr("SVC_IMAGE", DefaultServiceImage) }
@@ -155,7 +159,7 @@ func cleanup(t *testing.T, c testcontainers.Container) {
 // newNetwork returns a network of the test's own, removed when the test ends.
 func newNetwork(t *testing.T, ctx context.Context) *testcontainers.DockerNetwork {
 	t.Helper()
-	nw, err := network.New(ctx)
+	nw, err := network.New(ctx, network.WithLabels(dbtest.Labels()))
 	testcontainers.CleanupNetwork(t, nw)
 	if err != nil {
 		t.Fatalf("e2e: create network: %v", err)
@@ -170,6 +174,7 @@ func startPostgres(t *testing.T, ctx context.Context, nw *testcontainers.DockerN
 	requireImage(t, ctx, image)
 	c, err := postgres.Run(ctx, image,
 		testcontainers.WithLogger(tclog.TestLogger(t)),
+		testcontainers.WithLabels(dbtest.Labels()),
 		postgres.WithDatabase("svc"),
 		postgres.WithUsername("svc"),
 		postgres.WithPassword("svc"),
@@ -196,10 +201,15 @@ type service struct {
 // are printed when the test fails.
 func startService(t *testing.T, ctx context.Context, nw *testcontainers.DockerNetwork, env map[string]string) *service {
 	t.Helper()
+	if _, set := env["SVC_CURSOR_KEY"]; !set {
+		env = maps.Clone(env)
+		env["SVC_CURSOR_KEY"] = cursorKey // every replica of a test seals cursors alike
+	}
 	image := serviceImage()
 	requireImage(t, ctx, image)
 	c, err := testcontainers.Run(ctx, image,
 		testcontainers.WithLogger(tclog.TestLogger(t)),
+		testcontainers.WithLabels(dbtest.Labels()),
 		network.WithNetwork([]string{"svc"}, nw),
 		testcontainers.WithEnv(env),
 		testcontainers.WithExposedPorts(publicPort, "8081/tcp"),
@@ -239,6 +249,7 @@ func runOnce(t *testing.T, ctx context.Context, nw *testcontainers.DockerNetwork
 	requireImage(t, ctx, image)
 	c, err := testcontainers.Run(ctx, image,
 		testcontainers.WithLogger(tclog.TestLogger(t)),
+		testcontainers.WithLabels(dbtest.Labels()),
 		network.WithNetwork(nil, nw),
 		testcontainers.WithEnv(env),
 		testcontainers.WithCmd(cmd...),

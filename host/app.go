@@ -4,14 +4,18 @@
 package host
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
+	"github.com/svcforum/svc/contracts/cursor"
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/site"
 )
 
 // Version is the release of the host module and of the svc binary.
@@ -29,11 +33,17 @@ func Core(cfg Config, log *slog.Logger, mods []plugin.Descriptor) fx.Option {
 		}),
 		fx.StartTimeout(cfg.DatabaseWait + 2*time.Minute),
 		fx.StopTimeout(cfg.ShutdownTimeout + 5*time.Second),
-		fx.Supply(cfg, log, &plugin.Deployment{BaseURL: cfg.BaseURL, Modules: IDs(mods)}),
+		fx.Supply(cfg, log, &plugin.Deployment{BaseURL: cfg.BaseURL, Modules: IDs(mods), AgentAPI: cfg.AgentAPI()}),
 		fx.Supply(fx.Annotate(settingsOf(cfg), fx.As(new(plugin.Settings)))),
 		fx.Provide(
 			fx.Annotate(func() systemClock { return systemClock{} }, fx.As(new(port.Clock))),
 			newDB,
+			newReadDB,
+			newJobs,
+			fx.Annotate(func(j *Jobs) port.Jobs { return j }),
+			plugin.AsMigrations(jobsMigrations),
+			newCursors,
+			fx.Annotate(site.New, fx.ParamTags(plugin.NavGroup)),
 			plugin.AsReadiness(databaseReadiness),
 		),
 		fx.Invoke(registerMigrate),
@@ -48,8 +58,8 @@ func Core(cfg Config, log *slog.Logger, mods []plugin.Descriptor) fx.Option {
 func Serve(cfg Config, log *slog.Logger, mods []plugin.Descriptor) fx.Option {
 	return fx.Options(
 		Core(cfg, log, mods),
-		fx.Provide(newRegistry, newListeners),
-		fx.Invoke(registerServers),
+		fx.Provide(newRegistry, newListeners, newDrain),
+		fx.Invoke(registerServers, startJobs),
 	)
 }
 
@@ -64,3 +74,20 @@ func settingsOf(cfg Config) plugin.Settings {
 type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now().UTC() }
+
+// newCursors is the codec of every paged list's cursors, under the configured keys. It is built only
+// where a module pages a list (the listeners), so one-off commands need no key.
+func newCursors(cfg Config, clock port.Clock) (*cursor.Codec, error) {
+	if cfg.CursorKeys == "" {
+		return nil, errors.New("--cursor-key / SVC_CURSOR_KEY is not set: give it a key, e.g. $(head -c 32 /dev/urandom | base64)")
+	}
+	keys, err := cursor.ParseKeys(cfg.CursorKeys)
+	if err != nil {
+		return nil, fmt.Errorf("--cursor-key / SVC_CURSOR_KEY: %w", err)
+	}
+	c, err := cursor.New(keys, clock.Now)
+	if err != nil {
+		return nil, fmt.Errorf("--cursor-key / SVC_CURSOR_KEY: %w", err)
+	}
+	return c, nil
+}

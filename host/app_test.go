@@ -32,8 +32,15 @@ func testConfig(t *testing.T, dialect string) Config {
 	cfg.DatabaseWait = 10 * time.Second
 	cfg.ShutdownTimeout = 10 * time.Second
 	cfg.ReadyTimeout = time.Second
+	cfg.ShutdownDelay = 0
+	cfg.CursorKeys = testCursorKey
+	// The tests read far faster than a person; the limit itself is tested on its own.
+	cfg.PublicRate, cfg.PublicBurst = 1e6, 1e6
 	return cfg
 }
+
+// testCursorKey seals the cursors of the tests' services.
+const testCursorKey = "dGVzdCBjdXJzb3Iga2V5OiAzMiBieXRlcyBvZiBub3RoaW5nIHNlY3JldA=="
 
 func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -19,6 +19,7 @@ func BenchmarkLive(b *testing.B) {
 	cfg := DefaultConfig()
 	cfg.DatabaseURL = "sqlite:" + b.TempDir() + "/svc.db"
 	cfg.LogLevel = "error"
+	cfg.CursorKeys = testCursorKey
 	var ls *Listeners
 	app := fx.New(Serve(cfg, NewLogger(cfg, discard{}), allModules(b)), fx.Populate(&ls), fx.NopLogger)
 	if err := app.Err(); err != nil {

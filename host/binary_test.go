@@ -3,6 +3,7 @@ package host
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +13,8 @@ import (
 	"time"
 )
 
-// The built binary serves on the SQLite default and exits 0 on SIGTERM after draining.
+// The built binary serves on the SQLite default; `svc health` says it is ready. On SIGTERM it turns
+// not ready while it still answers (the lame-duck period), then drains and exits 0.
 func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "svc")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/svc")
@@ -24,7 +26,7 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 	cmd.Dir = dir
 	cmd.Env = []string{
 		"SVC_PUBLIC_ADDR=127.0.0.1:0", "SVC_AGENT_EDGE_ADDR=127.0.0.1:0", "SVC_ADMIN_ADDR=127.0.0.1:0",
-		"SVC_LOG_FORMAT=json",
+		"SVC_LOG_FORMAT=json", "SVC_CURSOR_KEY=" + testCursorKey, "SVC_SHUTDOWN_DELAY=3s",
 	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -76,8 +78,37 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 		t.Fatalf("SQLite default: %v", err)
 	}
 
+	health := func() (string, int) {
+		out, err := exec.Command(bin, "health", "--public-addr", public).CombinedOutput()
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+			return string(out), 0
+		case errors.As(err, &exit):
+			return string(out), exit.ExitCode()
+		}
+		t.Fatalf("svc health: %v", err)
+		return "", 0
+	}
+	if out, code := health(); code != 0 || strings.TrimSpace(out) != "ready" {
+		t.Fatalf("svc health on a ready service: exit %d, %q", code, out)
+	}
+
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
+	}
+	// The lame-duck period: not ready (as soon as the signal is handled), still live and serving.
+	for res := do(t, "GET", "http://"+public+"/health/ready", nil); res.status != 503; res = do(t, "GET", "http://"+public+"/health/ready", nil) {
+		if res.status != 200 {
+			t.Fatalf("/health/ready after SIGTERM: %d %s", res.status, res.body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if res := do(t, "GET", "http://"+public+"/.well-known/svc", nil); res.status != 200 {
+		t.Fatalf("/.well-known/svc during the lame-duck period: %d", res.status)
+	}
+	if out, code := health(); code != 1 || !strings.Contains(out, "not ready") {
+		t.Fatalf("svc health during the lame-duck period: exit %d, %q", code, out)
 	}
 	// Read stderr to its end (the process exiting closes it) before Wait, as os/exec requires.
 	stopped := false

@@ -9,6 +9,7 @@ import (
 	"github.com/svcforum/svc/modules/billing"
 	"github.com/svcforum/svc/modules/discovery"
 	"github.com/svcforum/svc/modules/forum"
+	"github.com/svcforum/svc/modules/media"
 	"github.com/svcforum/svc/modules/sigv1"
 )
 
@@ -19,6 +20,7 @@ func Catalog() []plugin.Descriptor {
 		billing.Descriptor(),
 		discovery.Descriptor(),
 		forum.Descriptor(),
+		media.Descriptor(),
 		sigv1.Descriptor(),
 	}
 }
@@ -31,6 +33,7 @@ func Profiles() map[string][]string {
 		"signed":    {discovery.ID, sigv1.ID},
 		"metered":   {billing.ID, discovery.ID, sigv1.ID},
 		"forum":     {billing.ID, discovery.ID, forum.ID, sigv1.ID},
+		"media":     {billing.ID, discovery.ID, media.ID, sigv1.ID},
 	}
 }
 

@@ -2,13 +2,17 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os/signal"
 	"reflect"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v3"
 	"go.uber.org/dig"
@@ -77,6 +81,15 @@ func Command(stdout, stderr io.Writer) *cli.Command {
 				Commands: adminCommands(stdout, stderr),
 			},
 			{
+				Name:  "health",
+				Usage: "ask the running service on this machine whether it is ready (exit 0) or not (exit 1): the container's health check",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "url", Usage: "the readiness URL (default: /health/ready on --public-addr, on this machine)"},
+					&cli.DurationFlag{Name: "timeout", Value: 3 * time.Second, Usage: "how long to wait for the answer"},
+				},
+				Action: func(ctx context.Context, cmd *cli.Command) error { return health(ctx, cmd, stdout) },
+			},
+			{
 				Name:  "version",
 				Usage: "print the versions of the binary and its modules",
 				Action: func(_ context.Context, cmd *cli.Command) error {
@@ -115,7 +128,8 @@ func serve(ctx context.Context, cmd *cli.Command, stderr io.Writer) error {
 		return err
 	}
 	log := NewLogger(cfg, stderr)
-	app := fx.New(Serve(cfg, log, mods))
+	var d *drain
+	app := fx.New(Serve(cfg, log, mods), fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		return err
 	}
@@ -131,12 +145,17 @@ func serve(ctx context.Context, cmd *cli.Command, stderr io.Writer) error {
 		return err
 	}
 	log.Info("svc started", "version", Version, "modules", strings.Join(IDs(mods), ","))
+	// fx and sigCtx both hear SIGINT and SIGTERM, whichever first; a listener that failed asks fx to
+	// stop with a non-zero exit code, and then there is nothing to wait for.
 	code := 0
 	select {
 	case <-sigCtx.Done():
-		log.Info("stopping", "reason", context.Cause(sigCtx).Error())
 	case sig := <-app.Wait():
 		code = sig.ExitCode
+	}
+	if code == 0 {
+		log.Info("stopping", "lame_duck", cfg.ShutdownDelay)
+		lameDuck(ctx, d, cfg.ShutdownDelay)
 	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), app.StopTimeout())
 	defer cancel()
@@ -146,6 +165,64 @@ func serve(ctx context.Context, cmd *cli.Command, stderr io.Writer) error {
 	if code != 0 {
 		return cli.Exit("a listener failed", code)
 	}
+	return nil
+}
+
+// lameDuck turns readiness to 503 and waits delay before the listeners stop accepting, so that load
+// balancers take the replica out of rotation while it still answers; a second signal ends the wait.
+func lameDuck(ctx context.Context, d *drain, delay time.Duration) {
+	d.start()
+	if delay <= 0 {
+		return
+	}
+	again, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-again.Done():
+	}
+}
+
+// health asks a running service whether it is ready: GET /health/ready, exit 0 on 200, else a line
+// saying why and exit 1. It is the image's health check (the image has no shell or curl).
+func health(ctx context.Context, cmd *cli.Command, stdout io.Writer) error {
+	target := cmd.String("url")
+	if target == "" {
+		cfg, err := configFrom(cmd)
+		if err != nil {
+			return err
+		}
+		host, port, err := net.SplitHostPort(cfg.PublicAddr)
+		if err != nil {
+			return fmt.Errorf("--public-addr %q: %w", cfg.PublicAddr, err)
+		}
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "127.0.0.1"
+		}
+		target = "http://" + net.JoinHostPort(host, port) + "/health/ready"
+	}
+	ctx, cancel := context.WithTimeout(ctx, cmd.Duration("timeout"))
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return fmt.Errorf("health: %w", err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("health: %w", err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+	if res.StatusCode != http.StatusOK {
+		var p struct {
+			Detail string `json:"detail"`
+		}
+		_ = json.Unmarshal(body, &p)
+		return cli.Exit(fmt.Sprintf("not ready: %s %s", res.Status, p.Detail), 1)
+	}
+	fmt.Fprintln(stdout, "ready")
 	return nil
 }
 

@@ -42,12 +42,17 @@ func TestUnknownModuleStopsStartUpWithOneLine(t *testing.T) {
 
 func TestBadConfigurationStopsWithOneLine(t *testing.T) {
 	cases := map[string]map[string]string{
-		"database url": {"SVC_DATABASE_URL": "mysql://x"},
-		"base url":     {"SVC_BASE_URL": "localhost:8080"},
-		"log level":    {"SVC_LOG_LEVEL": "loud"},
-		"log format":   {"SVC_LOG_FORMAT": "xml"},
-		"proxies":      {"SVC_TRUSTED_PROXIES": "not-an-ip", "SVC_PUBLIC_ADDR": "127.0.0.1:0", "SVC_AGENT_EDGE_ADDR": "127.0.0.1:0", "SVC_ADMIN_ADDR": "127.0.0.1:0"},
-		"duration":     {"SVC_SHUTDOWN_TIMEOUT": "soon"},
+		"database url":     {"SVC_DATABASE_URL": "mysql://x"},
+		"base url":         {"SVC_BASE_URL": "localhost:8080"},
+		"log level":        {"SVC_LOG_LEVEL": "loud"},
+		"log format":       {"SVC_LOG_FORMAT": "xml"},
+		"proxies":          {"SVC_TRUSTED_PROXIES": "not-an-ip", "SVC_PUBLIC_ADDR": "127.0.0.1:0", "SVC_AGENT_EDGE_ADDR": "127.0.0.1:0", "SVC_ADMIN_ADDR": "127.0.0.1:0"},
+		"duration":         {"SVC_SHUTDOWN_TIMEOUT": "soon"},
+		"agent url":        {"SVC_AGENT_EDGE_URL": "agents.example:8081"},
+		"public rate":      {"SVC_PUBLIC_RATE": "0"},
+		"db timeout":       {"SVC_DB_TIMEOUT": "0s"},
+		"no cursor key":    {"SVC_PUBLIC_ADDR": "127.0.0.1:0", "SVC_AGENT_EDGE_ADDR": "127.0.0.1:0", "SVC_ADMIN_ADDR": "127.0.0.1:0"},
+		"short cursor key": {"SVC_CURSOR_KEY": "c2hvcnQ=", "SVC_PUBLIC_ADDR": "127.0.0.1:0", "SVC_AGENT_EDGE_ADDR": "127.0.0.1:0", "SVC_ADMIN_ADDR": "127.0.0.1:0"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -59,6 +64,9 @@ func TestBadConfigurationStopsWithOneLine(t *testing.T) {
 			code, _, stderr := runMain(t, env, "serve")
 			if code == 0 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.HasPrefix(stderr, "svc: ") {
 				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			if strings.Contains(name, "cursor key") && !strings.Contains(stderr, "SVC_CURSOR_KEY") {
+				t.Fatalf("the line does not name SVC_CURSOR_KEY: %q", stderr)
 			}
 		})
 	}
@@ -235,7 +243,7 @@ func TestAgentRoutesBehindTheGuardOnEveryChannel(t *testing.T) {
 		}
 	}
 	// The agent plane is not on the public listener.
-	checkProblem(t, do(t, "GET", r.url(ListenerPublic, "/agent-api/v1/thing"), nil), 404, "not_found")
+	checkProblem(t, do(t, "GET", r.url(ListenerPublic, "/agent-api/v1/thing"), nil), 404, "agent_plane_elsewhere")
 }
 
 func TestTakenPortFailsStart(t *testing.T) {

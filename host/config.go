@@ -22,15 +22,34 @@ type Config struct {
 	AgentPrivateAddr string // empty: the private agent network is off
 	AdminAddr        string
 	BaseURL          string
-	TrustedProxies   []string
-	NoMigrate        bool
-	DatabaseWait     time.Duration
-	DB               database.Options
-	HTTP             HTTPTimeouts
-	ShutdownTimeout  time.Duration
-	ReadyTimeout     time.Duration
-	LogLevel         string
-	LogFormat        string
+	// AgentEdgeURL and AgentPrivateURL are the public addresses of the agent channels, as agents reach
+	// them (behind whatever proxy fronts them): an agent receives them with its identity, since the
+	// agent plane's address is never published (spec section 1.4). Empty: not handed out.
+	AgentEdgeURL    string
+	AgentPrivateURL string
+	TrustedProxies  []string
+	// CursorKeys seal the cursors of paged lists (contracts/cursor): base64 keys, comma-separated; the
+	// first seals, all open.
+	CursorKeys string
+	// PublicRate and PublicBurst limit each client address on the public listener (requests per
+	// second, and the burst above it), so that no reader can starve the others or the writes.
+	PublicRate  float64
+	PublicBurst int
+	// ReadDB is the pool of the public read plane, apart from the writes' pool.
+	ReadDB database.Options
+	// Jobs tune the durable job runner.
+	Jobs            JobsSettings
+	NoMigrate       bool
+	DatabaseWait    time.Duration
+	DB              database.Options
+	HTTP            HTTPTimeouts
+	ShutdownTimeout time.Duration
+	// ShutdownDelay is how long /health/ready answers 503 after SIGTERM before the listeners stop
+	// accepting, so that a load balancer takes the replica out of rotation first.
+	ShutdownDelay time.Duration
+	ReadyTimeout  time.Duration
+	LogLevel      string
+	LogFormat     string
 	// Settings are the values of the modules' flags.
 	Settings plugin.Settings
 }
@@ -51,10 +70,16 @@ func DefaultConfig() Config {
 		AgentEdgeAddr:   ":8081",
 		AdminAddr:       "127.0.0.1:9090",
 		BaseURL:         "http://localhost:8080",
+		AgentEdgeURL:    "http://localhost:8081",
+		PublicRate:      30,
+		PublicBurst:     60,
+		ReadDB:          database.Options{MaxOpenConns: 4, MaxIdleConns: 4, ConnMaxLifetime: 30 * time.Minute, ConnMaxIdleTime: 5 * time.Minute, BusyTimeout: 5 * time.Second, Timeout: 2 * time.Second, SlowThreshold: 500 * time.Millisecond},
 		DatabaseWait:    30 * time.Second,
-		DB:              database.Options{MaxOpenConns: 16, MaxIdleConns: 4, ConnMaxLifetime: 30 * time.Minute, ConnMaxIdleTime: 5 * time.Minute, BusyTimeout: 5 * time.Second},
+		DB:              database.Options{MaxOpenConns: 16, MaxIdleConns: 16, ConnMaxLifetime: 30 * time.Minute, ConnMaxIdleTime: 5 * time.Minute, BusyTimeout: 5 * time.Second, Timeout: 5 * time.Second, SlowThreshold: 500 * time.Millisecond},
 		HTTP:            HTTPTimeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Write: 30 * time.Second, Idle: 120 * time.Second},
 		ShutdownTimeout: 20 * time.Second,
+		ShutdownDelay:   5 * time.Second,
+		Jobs:            JobsSettings{Workers: 4, PollInterval: time.Second, Timeout: 2 * time.Minute, RescueAfter: 10 * time.Minute},
 		ReadyTimeout:    2 * time.Second,
 		LogLevel:        "info",
 		LogFormat:       "auto",
@@ -70,10 +95,19 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "database-url", Value: d.DatabaseURL, Sources: env("SVC_DATABASE_URL"), Category: "database", Usage: `"postgres://user:pass@host:5432/db?sslmode=..." or "sqlite:" followed by a file path`},
 		&cli.DurationFlag{Name: "database-wait", Value: d.DatabaseWait, Sources: env("SVC_DATABASE_WAIT"), Category: "database", Usage: "how long start-up waits for the database to answer"},
 		&cli.IntFlag{Name: "db-max-open-conns", Value: d.DB.MaxOpenConns, Sources: env("SVC_DB_MAX_OPEN_CONNS"), Category: "database", Usage: "connection pool: open connections at most"},
-		&cli.IntFlag{Name: "db-max-idle-conns", Value: d.DB.MaxIdleConns, Sources: env("SVC_DB_MAX_IDLE_CONNS"), Category: "database", Usage: "connection pool: idle connections kept"},
+		&cli.IntFlag{Name: "db-max-idle-conns", Value: d.DB.MaxIdleConns, Sources: env("SVC_DB_MAX_IDLE_CONNS"), Category: "database", Usage: "connection pool: idle connections kept (fewer than open ones makes a busy pool reconnect over and over)"},
+		&cli.DurationFlag{Name: "db-timeout", Value: d.DB.Timeout, Sources: env("SVC_DB_TIMEOUT"), Category: "database", Usage: "the longest a statement or a transaction may take; past it the request gets 503 not_ready (PostgreSQL enforces it too: statement_timeout, lock_timeout, idle_in_transaction_session_timeout)"},
+		&cli.DurationFlag{Name: "db-slow-threshold", Value: d.DB.SlowThreshold, Sources: env("SVC_DB_SLOW_THRESHOLD"), Category: "database", Usage: "log statements slower than this (where they ran, never their values)"},
 		&cli.DurationFlag{Name: "db-conn-max-lifetime", Value: d.DB.ConnMaxLifetime, Sources: env("SVC_DB_CONN_MAX_LIFETIME"), Category: "database", Usage: "connection pool: a connection's longest life"},
 		&cli.DurationFlag{Name: "db-conn-max-idle-time", Value: d.DB.ConnMaxIdleTime, Sources: env("SVC_DB_CONN_MAX_IDLE_TIME"), Category: "database", Usage: "connection pool: a connection's longest idle time"},
 		&cli.DurationFlag{Name: "sqlite-busy-timeout", Value: d.DB.BusyTimeout, Sources: env("SVC_SQLITE_BUSY_TIMEOUT"), Category: "database", Usage: "SQLite: how long a writer waits for the write lock"},
+		&cli.IntFlag{Name: "db-read-max-conns", Value: d.ReadDB.MaxOpenConns, Sources: env("SVC_DB_READ_MAX_CONNS"), Category: "database", Usage: "the public read plane's own pool: open connections at most (apart from the writes' pool, so reads never take the connections writes need)"},
+		&cli.DurationFlag{Name: "db-read-timeout", Value: d.ReadDB.Timeout, Sources: env("SVC_DB_READ_TIMEOUT"), Category: "database", Usage: "the longest a public read's statement may take; past it the read gets 503 not_ready"},
+		&cli.IntFlag{Name: "jobs-workers", Value: d.Jobs.Workers, Sources: env("SVC_JOBS_WORKERS"), Category: "jobs", Usage: "durable jobs (image processing, mail) one replica works at once"},
+		&cli.DurationFlag{Name: "jobs-poll-interval", Value: d.Jobs.PollInterval, Sources: env("SVC_JOBS_POLL_INTERVAL"), Category: "jobs", Usage: "how often a replica looks for jobs to work"},
+		&cli.DurationFlag{Name: "jobs-timeout", Value: d.Jobs.Timeout, Sources: env("SVC_JOBS_TIMEOUT"), Category: "jobs", Usage: "the longest one attempt of a job may run before it is cancelled and retried"},
+		&cli.DurationFlag{Name: "jobs-rescue-after", Value: d.Jobs.RescueAfter, Sources: env("SVC_JOBS_RESCUE_AFTER"), Category: "jobs", Usage: "a job still marked running this long after it started (its process died) is retried; more than --jobs-timeout"},
+		&cli.StringFlag{Name: "cursor-key", Sources: env("SVC_CURSOR_KEY"), Category: "secrets", Usage: "keys that seal the cursors of paged lists: base64 of at least 32 random bytes (head -c 32 /dev/urandom | base64), comma-separated; the first seals, all open, so to rotate put the new key first and keep the old one for a day (required to serve)"},
 		&cli.BoolFlag{Name: "no-migrate", Sources: env("SVC_NO_MIGRATE"), Category: "database", Usage: "do not apply migrations at start-up (run \"svc migrate\" instead)"},
 		&cli.StringFlag{Name: "modules", Sources: env("SVC_MODULES"), Category: "modules", Usage: "comma-separated module IDs to enable (default: every module built: " + strings.Join(IDs(Catalog()), ",") + ")"},
 		&cli.StringFlag{Name: "public-addr", Value: d.PublicAddr, Sources: env("SVC_PUBLIC_ADDR"), Category: "listeners", Usage: "public listener: read plane, onboarding, discovery, health"},
@@ -81,11 +115,16 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "agent-private-addr", Sources: env("SVC_AGENT_PRIVATE_ADDR"), Category: "listeners", Usage: "agent channel: the private agent network (off unless set)"},
 		&cli.StringFlag{Name: "admin-addr", Value: d.AdminAddr, Sources: env("SVC_ADMIN_ADDR"), Category: "listeners", Usage: "local admin listener: /metrics and health"},
 		&cli.StringFlag{Name: "base-url", Value: d.BaseURL, Sources: env("SVC_BASE_URL"), Category: "listeners", Usage: "absolute URL of the public listener, used in published links"},
+		&cli.StringFlag{Name: "agent-edge-url", Value: d.AgentEdgeURL, Sources: env("SVC_AGENT_EDGE_URL"), Category: "listeners", Usage: "absolute URL at which agents reach the agent edge; never published, handed to an agent with its identity (agent_api)"},
+		&cli.StringFlag{Name: "agent-private-url", Sources: env("SVC_AGENT_PRIVATE_URL"), Category: "listeners", Usage: "absolute URL at which agents on the private network reach it (with --agent-private-addr)"},
+		&cli.FloatFlag{Name: "public-rate", Value: d.PublicRate, Sources: env("SVC_PUBLIC_RATE"), Category: "listeners", Usage: "public listener: requests per second per client address (429 beyond the burst)"},
+		&cli.IntFlag{Name: "public-burst", Value: d.PublicBurst, Sources: env("SVC_PUBLIC_BURST"), Category: "listeners", Usage: "public listener: requests a client address may send at once above its rate"},
 		&cli.StringFlag{Name: "trusted-proxies", Sources: env("SVC_TRUSTED_PROXIES"), Category: "listeners", Usage: "comma-separated proxy IPs or CIDRs whose X-Forwarded-For is believed (default: none)"},
 		&cli.DurationFlag{Name: "read-header-timeout", Value: d.HTTP.ReadHeader, Sources: env("SVC_READ_HEADER_TIMEOUT"), Category: "listeners", Usage: "time to read a request's headers"},
 		&cli.DurationFlag{Name: "read-timeout", Value: d.HTTP.Read, Sources: env("SVC_READ_TIMEOUT"), Category: "listeners", Usage: "time to read a whole request"},
 		&cli.DurationFlag{Name: "write-timeout", Value: d.HTTP.Write, Sources: env("SVC_WRITE_TIMEOUT"), Category: "listeners", Usage: "time to write a response"},
 		&cli.DurationFlag{Name: "idle-timeout", Value: d.HTTP.Idle, Sources: env("SVC_IDLE_TIMEOUT"), Category: "listeners", Usage: "time a keep-alive connection may idle"},
+		&cli.DurationFlag{Name: "shutdown-delay", Value: d.ShutdownDelay, Sources: env("SVC_SHUTDOWN_DELAY"), Category: "listeners", Usage: "on SIGTERM, how long /health/ready answers 503 before the listeners stop accepting (a load balancer's lame-duck period)"},
 		&cli.DurationFlag{Name: "shutdown-timeout", Value: d.ShutdownTimeout, Sources: env("SVC_SHUTDOWN_TIMEOUT"), Category: "listeners", Usage: "on SIGTERM, how long in-flight requests may take to finish"},
 		&cli.DurationFlag{Name: "ready-timeout", Value: d.ReadyTimeout, Sources: env("SVC_READY_TIMEOUT"), Category: "listeners", Usage: "time each /health/ready check may take"},
 		&cli.StringFlag{Name: "log-level", Value: d.LogLevel, Sources: env("SVC_LOG_LEVEL"), Category: "logging", Usage: "debug, info, warn or error"},
@@ -104,7 +143,12 @@ func configFrom(cmd *cli.Command) (Config, error) {
 		AgentPrivateAddr: cmd.String("agent-private-addr"),
 		AdminAddr:        cmd.String("admin-addr"),
 		BaseURL:          strings.TrimRight(cmd.String("base-url"), "/"),
+		AgentEdgeURL:     strings.TrimRight(cmd.String("agent-edge-url"), "/"),
+		AgentPrivateURL:  strings.TrimRight(cmd.String("agent-private-url"), "/"),
 		TrustedProxies:   splitList(cmd.String("trusted-proxies")),
+		CursorKeys:       cmd.String("cursor-key"),
+		PublicRate:       cmd.Float("public-rate"),
+		PublicBurst:      cmd.Int("public-burst"),
 		NoMigrate:        cmd.Bool("no-migrate"),
 		DatabaseWait:     cmd.Duration("database-wait"),
 		DB: database.Options{
@@ -113,6 +157,17 @@ func configFrom(cmd *cli.Command) (Config, error) {
 			ConnMaxLifetime: cmd.Duration("db-conn-max-lifetime"),
 			ConnMaxIdleTime: cmd.Duration("db-conn-max-idle-time"),
 			BusyTimeout:     cmd.Duration("sqlite-busy-timeout"),
+			Timeout:         cmd.Duration("db-timeout"),
+			SlowThreshold:   cmd.Duration("db-slow-threshold"),
+		},
+		ReadDB: database.Options{
+			MaxOpenConns:    cmd.Int("db-read-max-conns"),
+			MaxIdleConns:    cmd.Int("db-read-max-conns"),
+			ConnMaxLifetime: cmd.Duration("db-conn-max-lifetime"),
+			ConnMaxIdleTime: cmd.Duration("db-conn-max-idle-time"),
+			BusyTimeout:     cmd.Duration("sqlite-busy-timeout"),
+			Timeout:         cmd.Duration("db-read-timeout"),
+			SlowThreshold:   cmd.Duration("db-slow-threshold"),
 		},
 		HTTP: HTTPTimeouts{
 			ReadHeader: cmd.Duration("read-header-timeout"),
@@ -121,10 +176,17 @@ func configFrom(cmd *cli.Command) (Config, error) {
 			Idle:       cmd.Duration("idle-timeout"),
 		},
 		ShutdownTimeout: cmd.Duration("shutdown-timeout"),
-		ReadyTimeout:    cmd.Duration("ready-timeout"),
-		LogLevel:        cmd.String("log-level"),
-		LogFormat:       cmd.String("log-format"),
-		Settings:        cmd,
+		ShutdownDelay:   cmd.Duration("shutdown-delay"),
+		Jobs: JobsSettings{
+			Workers:      cmd.Int("jobs-workers"),
+			PollInterval: cmd.Duration("jobs-poll-interval"),
+			Timeout:      cmd.Duration("jobs-timeout"),
+			RescueAfter:  cmd.Duration("jobs-rescue-after"),
+		},
+		ReadyTimeout: cmd.Duration("ready-timeout"),
+		LogLevel:     cmd.String("log-level"),
+		LogFormat:    cmd.String("log-format"),
+		Settings:     cmd,
 	}
 	return c, c.Validate()
 }
@@ -134,9 +196,26 @@ func (c Config) Validate() error {
 	if _, _, err := database.Parse(c.DatabaseURL); err != nil {
 		return fmt.Errorf("--database-url / SVC_DATABASE_URL: %w", err)
 	}
-	u, err := url.Parse(c.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("--base-url / SVC_BASE_URL: %q is not an absolute http(s) URL without query", c.BaseURL)
+	for _, u := range []struct{ flag, env, value string }{
+		{"base-url", "SVC_BASE_URL", c.BaseURL},
+		{"agent-edge-url", "SVC_AGENT_EDGE_URL", c.AgentEdgeURL},
+		{"agent-private-url", "SVC_AGENT_PRIVATE_URL", c.AgentPrivateURL},
+	} {
+		if u.value == "" && u.flag != "base-url" {
+			continue
+		}
+		if !absoluteURL(u.value) {
+			return fmt.Errorf("--%s / %s: %q is not an absolute http(s) URL without query", u.flag, u.env, u.value)
+		}
+	}
+	if c.PublicRate <= 0 || c.PublicBurst < 1 {
+		return fmt.Errorf("--public-rate must be positive and --public-burst at least 1, got %g and %d", c.PublicRate, c.PublicBurst)
+	}
+	if c.Jobs.Workers < 1 || c.Jobs.PollInterval < 10*time.Millisecond || c.Jobs.Timeout <= 0 || c.Jobs.RescueAfter <= c.Jobs.Timeout {
+		return fmt.Errorf("jobs: --jobs-workers at least 1, --jobs-poll-interval at least 10ms, and --jobs-rescue-after (%s) longer than --jobs-timeout (%s)", c.Jobs.RescueAfter, c.Jobs.Timeout)
+	}
+	if c.ReadDB.MaxOpenConns < 1 {
+		return fmt.Errorf("--db-read-max-conns must be at least 1, got %d", c.ReadDB.MaxOpenConns)
 	}
 	for name, addr := range map[string]string{"public-addr": c.PublicAddr, "agent-edge-addr": c.AgentEdgeAddr, "admin-addr": c.AdminAddr} {
 		if addr == "" {
@@ -158,12 +237,33 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("--log-format / SVC_LOG_FORMAT: %q is not json, text or auto", c.LogFormat)
 	}
-	for name, d := range map[string]time.Duration{"shutdown-timeout": c.ShutdownTimeout, "ready-timeout": c.ReadyTimeout, "read-header-timeout": c.HTTP.ReadHeader} {
+	if c.ShutdownDelay < 0 {
+		return fmt.Errorf("--shutdown-delay must not be negative, got %s", c.ShutdownDelay)
+	}
+	for name, d := range map[string]time.Duration{"shutdown-timeout": c.ShutdownTimeout, "ready-timeout": c.ReadyTimeout, "read-header-timeout": c.HTTP.ReadHeader, "db-timeout": c.DB.Timeout, "db-read-timeout": c.ReadDB.Timeout, "db-slow-threshold": c.DB.SlowThreshold} {
 		if d <= 0 {
 			return fmt.Errorf("--%s must be positive, got %s", name, d)
 		}
 	}
 	return nil
+}
+
+// absoluteURL reports whether s is an absolute http(s) URL without query or fragment.
+func absoluteURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.RawQuery == "" && u.Fragment == ""
+}
+
+// AgentAPI returns the agent plane's base URL on each enabled channel whose address is set.
+func (c Config) AgentAPI() map[string]string {
+	out := map[string]string{}
+	if c.AgentEdgeURL != "" {
+		out[plugin.ChannelEdge] = c.AgentEdgeURL + plugin.AgentPrefix
+	}
+	if c.AgentPrivateAddr != "" && c.AgentPrivateURL != "" {
+		out[plugin.ChannelPrivate] = c.AgentPrivateURL + plugin.AgentPrefix
+	}
+	return out
 }
 
 func splitList(s string) []string {

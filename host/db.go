@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/render"
 	"github.com/svcforum/svc/database"
 )
 
@@ -34,6 +35,25 @@ func newDB(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*gorm.DB, error) {
 		},
 	})
 	return db, nil
+}
+
+// newReadDB opens the public read plane's own pool (plugin.ReadDB) on the same database: smaller, and
+// with a shorter timeout, so that heavy reads never take the connections writes need.
+func newReadDB(lc fx.Lifecycle, cfg Config, log *slog.Logger) (plugin.ReadDB, error) {
+	opts := cfg.ReadDB
+	opts.Logger = log.With("component", "gorm", "pool", "read")
+	db, err := database.Open(cfg.DatabaseURL, opts)
+	if err != nil {
+		return plugin.ReadDB{}, err
+	}
+	lc.Append(fx.StopHook(func() error {
+		sqlDB, err := db.DB()
+		if err != nil {
+			return err
+		}
+		return sqlDB.Close()
+	}))
+	return plugin.ReadDB{DB: db}, nil
 }
 
 // waitForDB pings until the database answers or cfg.DatabaseWait passes, so that the service and its
@@ -90,16 +110,25 @@ func registerMigrate(p migrateParams) {
 	}})
 }
 
-// databaseReadiness checks that the database answers a query.
-func databaseReadiness(db *gorm.DB) plugin.Readiness {
+// databaseReadiness checks that the database answers a query. After a database restart the pool still
+// holds connections the server closed; each is found dead by the query that uses it, and dropped. The
+// check asks again on another connection while the answer is a dead one, so that a database that is
+// back is reported ready at once rather than after one failed probe per stale connection.
+func databaseReadiness(db *gorm.DB, cfg Config) plugin.Readiness {
 	return plugin.Readiness{Name: "database", Check: func(ctx context.Context) error {
-		var one int
-		if err := db.WithContext(ctx).Raw("SELECT 1").Scan(&one).Error; err != nil {
-			return err
+		var err error
+		for range cfg.DB.MaxOpenConns + 1 {
+			var one int
+			if err = db.WithContext(ctx).Raw("SELECT 1").Scan(&one).Error; err == nil {
+				if one != 1 {
+					return errors.New("SELECT 1 returned no row")
+				}
+				return nil
+			}
+			if ctx.Err() != nil || !render.Unavailable(err) {
+				return err
+			}
 		}
-		if one != 1 {
-			return errors.New("SELECT 1 returned no row")
-		}
-		return nil
+		return err
 	}}
 }

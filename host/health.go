@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -29,10 +30,14 @@ func live(c *gin.Context) {
 
 // ready runs every readiness check at once, each bounded by timeout, and answers 503 naming the failing
 // ones. The reason a check failed is logged, not published: it may name hosts or users.
-func ready(checks []plugin.Readiness, timeout time.Duration, log *slog.Logger) gin.HandlerFunc {
+func ready(checks []plugin.Readiness, timeout time.Duration, log *slog.Logger, d *drain) gin.HandlerFunc {
 	checks = slices.Clone(checks)
 	slices.SortFunc(checks, func(a, b plugin.Readiness) int { return strings.Compare(a.Name, b.Name) })
 	return func(c *gin.Context) {
+		if d.draining() {
+			render.Problem(c, problem.New(problem.NotReady, "Shutting down: this replica takes no new work; use another.").With("retry_after_seconds", 1))
+			return
+		}
 		results := make([]checkResult, len(checks))
 		var wg sync.WaitGroup
 		for i, chk := range checks {
@@ -75,3 +80,14 @@ func runCheck(ctx context.Context, chk plugin.Readiness) error {
 		return ctx.Err()
 	}
 }
+
+// drain is the state of a replica asked to stop: from then on /health/ready answers 503, so that load
+// balancers stop sending it work while it finishes what it has (the lame-duck period).
+type drain struct{ on atomic.Bool }
+
+func newDrain() *drain { return &drain{} }
+
+// start begins the lame-duck period.
+func (d *drain) start() { d.on.Store(true) }
+
+func (d *drain) draining() bool { return d != nil && d.on.Load() }

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/site"
 )
 
 // The listeners the host opens.
@@ -63,6 +64,8 @@ type listenersParams struct {
 	Routes    []plugin.Routes    `group:"svc.routes"`
 	Readiness []plugin.Readiness `group:"svc.readiness"`
 	Guard     *plugin.Guard      `optional:"true"`
+	Site      *site.Site
+	Drain     *drain
 }
 
 // newListeners builds one gin engine per listener and mounts every module's routes on the listeners of
@@ -73,7 +76,7 @@ func newListeners(p listenersParams) (*Listeners, error) {
 	slices.SortFunc(routes, func(a, b plugin.Routes) int {
 		return cmp.Or(cmp.Compare(a.Plane, b.Plane), cmp.Compare(a.Module, b.Module))
 	})
-	ready := ready(p.Readiness, p.Config.ReadyTimeout, p.Log)
+	ready := ready(p.Readiness, p.Config.ReadyTimeout, p.Log, p.Drain)
 	ls := &Listeners{}
 	add := func(name, addr string) (*gin.Engine, error) {
 		e, err := newEngine(name, p, ready)
@@ -88,6 +91,11 @@ func newListeners(p listenersParams) (*Listeners, error) {
 	if err != nil {
 		return nil, err
 	}
+	public.Use(limitAddresses(newAddressLimiter(p.Config.PublicRate, p.Config.PublicBurst), p.Site))
+	public.NoRoute(pageOr(p.Site, notFound))
+	public.NoMethod(pageOr(p.Site, methodNotAllowed))
+	// The agent plane is never served here, and its address is not published (spec section 1.4).
+	public.Any(plugin.AgentPrefix+"/*path", agentPlaneElsewhere)
 	for _, r := range routes {
 		if r.Plane == plugin.Public || r.Plane == plugin.Onboarding {
 			if err := mount(public, r); err != nil {

@@ -12,8 +12,11 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/render"
+	"github.com/svcforum/svc/contracts/site"
 )
 
 // RequestIDHeader carries the request's ID both ways.
@@ -57,6 +60,9 @@ func observe(listener string, log *slog.Logger, m *httpMetrics) gin.HandlerFunc 
 		case route == "/health/live" || route == "/health/ready":
 			level = slog.LevelDebug
 		}
+		if status == render.StatusClientClosedRequest {
+			level = slog.LevelInfo // the client left; nothing failed here
+		}
 		if !log.Enabled(c.Request.Context(), level) {
 			return
 		}
@@ -70,6 +76,12 @@ func observe(listener string, log *slog.Logger, m *httpMetrics) gin.HandlerFunc 
 			slog.Duration("took", took),
 			slog.String("request_id", render.RequestID(c)),
 			slog.String("client", c.ClientIP()),
+		}
+		if p, ok := port.PrincipalFrom(c.Request.Context()); ok {
+			attrs = append(attrs, slog.String("agent_id", p.AgentID))
+		}
+		if code := render.ProblemCode(c); code != "" {
+			attrs = append(attrs, slog.String("code", code))
 		}
 		if len(c.Errors) > 0 {
 			attrs = append(attrs, slog.String("error", c.Errors.String()))
@@ -117,4 +129,27 @@ func notFound(c *gin.Context) {
 
 func methodNotAllowed(c *gin.Context) {
 	render.Problem(c, problem.Newf(problem.MethodNotAllowed, "%s is not allowed here; see the Allow header.", c.Request.Method))
+}
+
+// pageOr answers a person (a browser's Accept) with the site's page of the same problem, and a program
+// with h's problem.
+func pageOr(s *site.Site, h gin.HandlerFunc) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if !site.WantsHTML(c.GetHeader("Accept")) {
+			h(c)
+			return
+		}
+		if c.Request.Method == http.MethodGet || c.Request.Method == http.MethodHead {
+			s.NotFound(c)
+			return
+		}
+		s.Problem(c, problem.Newf(problem.MethodNotAllowed, "%s is not allowed here.", c.Request.Method))
+	}
+}
+
+// agentPlaneElsewhere answers a request for the agent plane on the public listener: the plane is
+// invitation-only, and an agent receives its address with its identity.
+func agentPlaneElsewhere(c *gin.Context) {
+	render.Problem(c, problem.New(problem.AgentPlaneElsewhere, "The signed agent plane ("+plugin.AgentPrefix+
+		") is not served at this address. It is invitation-only: an agent receives the address to use (agent_api) with its identity. See /developers/SKILL.md."))
 }

@@ -117,9 +117,9 @@ func TestSignedAgentPlaneEndToEnd(t *testing.T) {
 				t.Fatalf("%s: %v", l, got)
 			}
 		}
-		// The agent plane is not served on the public listener.
+		// The agent plane is not served on the public listener, and the answer says so.
 		_, res := conformance(t, id, "http://"+r.listeners.Addr(ListenerPublic), "public")
-		checkProblem(t, res, 404, "not_found")
+		checkProblem(t, res, 404, "agent_plane_elsewhere")
 
 		if out := admin(t, env, "gate", "close", "edge"); out["gate"] != "closed" || out["channel"] != "edge" {
 			t.Fatalf("gate close: %v", out)
@@ -169,7 +169,15 @@ func TestReplayOnAnotherReplicaIsRefused(t *testing.T) {
 func TestIdentityCommands(t *testing.T) {
 	env := sqliteEnv(t)
 	org := admin(t, env, "org", "create", "--name", "Acme")["org_id"].(string)
-	agent := admin(t, env, "agent", "create", "--org", org, "--handle", "acme-bot")["agent_id"].(string)
+	env["SVC_AGENT_EDGE_URL"] = "https://agents.example.test/"
+	env["SVC_AGENT_PRIVATE_ADDR"] = "127.0.0.1:0"
+	env["SVC_AGENT_PRIVATE_URL"] = "http://10.0.0.5:8082"
+	created := admin(t, env, "agent", "create", "--org", org, "--handle", "acme-bot")
+	agent := created["agent_id"].(string)
+	// The agent plane's address is not published: the operator hands it to the agent with its identity.
+	if api, _ := created["agent_api"].(map[string]any); len(api) != 2 || api["edge"] != "https://agents.example.test/agent-api/v1" || api["private"] != "http://10.0.0.5:8082/agent-api/v1" {
+		t.Fatalf("agent create: agent_api %v", created["agent_api"])
+	}
 
 	seed := sha256.Sum256([]byte("identity commands"))
 	private := ed25519.NewKeyFromSeed(seed[:])

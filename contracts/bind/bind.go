@@ -37,10 +37,16 @@ func JSON(c *gin.Context, set *schema.Set, name string, dst any) bool {
 	return true
 }
 
-// Body returns the raw body of a JSON request, or the problem that refuses it: a content type other
-// than application/json (415), or more than MaxBody bytes (413). The agent-plane guard has usually read
+// Body returns the raw body of a JSON request, or the problem that refuses it: more than one
+// Content-Type header (400), a content type other than application/json (415), or more than MaxBody
+// bytes (413). The agent-plane guard has usually read
 // the body already (under gin.BodyBytesKey); it is then not read again.
 func Body(c *gin.Context) ([]byte, *problem.Problem) {
+	// Two Content-Type headers are two claims about one body: which one a proxy or a library believes
+	// is a guess, so the request is refused rather than read under either.
+	if len(c.Request.Header.Values("Content-Type")) > 1 {
+		return nil, problem.New(problem.BadRequest, "The request has more than one Content-Type header; send exactly one: application/json.")
+	}
 	if p := CheckContentType(c.GetHeader("Content-Type")); p != nil {
 		return nil, p
 	}

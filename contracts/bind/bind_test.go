@@ -29,8 +29,10 @@ func serve(contentType string, body []byte, chunked bool) *httptest.ResponseReco
 	if chunked {
 		req.ContentLength = -1
 	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+	for ct := range strings.SplitSeq(contentType, "\n") { // one header per line
+		if ct != "" {
+			req.Header.Add("Content-Type", ct)
+		}
 	}
 	w := httptest.NewRecorder()
 	e.ServeHTTP(w, req)
@@ -62,6 +64,8 @@ func TestJSON(t *testing.T) {
 		{"too large", "application/json", big, false, 413, "body_too_large"},
 		{"too large chunked", "application/json", big, true, 413, "body_too_large"},
 		{"refused by the schema", "application/json", []byte(`{"echo":"hi","extra":1}`), false, 422, "validation_failed"},
+		{"two content types", "application/json\napplication/json", []byte(`{"echo":"hi"}`), false, 400, "bad_request"},
+		{"two different content types", "application/json\ntext/plain", []byte(`{"echo":"hi"}`), false, 400, "bad_request"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

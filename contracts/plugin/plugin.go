@@ -9,8 +9,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-gormigrate/gormigrate/v2"
+	"github.com/riverqueue/river"
 	"github.com/urfave/cli/v3"
 	"go.uber.org/fx"
+	"gorm.io/gorm"
 )
 
 // Plane is a family of routes with its own listener and rules (ARCHITECTURE.md section 3).
@@ -46,7 +48,15 @@ func Channel(c *gin.Context) string { return c.GetString(channelKey) }
 type Deployment struct {
 	BaseURL string   // absolute base URL of the public listener, without a trailing slash
 	Modules []string // the enabled module IDs, sorted
+	// AgentAPI is the agent plane's base URL (ending in AgentPrefix) on each channel agents may use,
+	// by channel. It is never published: an agent receives it with its identity (spec section 1.4).
+	AgentAPI map[string]string
 }
+
+// ReadDB is the pool the public read plane queries: apart from the pool of writes, smaller, and with a
+// shorter timeout, so that heavy reads (a search for a common word) never take the connections that
+// signed writes need.
+type ReadDB struct{ *gorm.DB }
 
 // Descriptor is a module as the host's catalog knows it.
 type Descriptor struct {
@@ -96,7 +106,12 @@ type AgentRoute struct {
 	Path      string // relative to AgentPrefix, e.g. "/threads"
 	Write     bool   // it changes forum state: metered, idempotent, refused while writes are frozen
 	Uncounted bool   // a read whose statuses exclude 429 (wallet, usage, write-admission): never answered 429
-	Handlers  []gin.HandlerFunc
+	// MaxBody is the route's own body limit in bytes (an upload's); 0 is the signed plane's 65536.
+	MaxBody int64
+	// ReceiveTimeout is how long the route waits for its whole body (408 past it); 0 leaves it to the
+	// listener's read timeout.
+	ReceiveTimeout time.Duration
+	Handlers       []gin.HandlerFunc
 }
 
 const routeKey = "svc.agent-route"
@@ -119,6 +134,9 @@ func Route(c *gin.Context) (r AgentRoute, ok bool) {
 type Migrations struct {
 	Module string
 	Steps  []*gormigrate.Migration
+	// OwnTransactions runs the steps outside a transaction, for steps that manage their own (a
+	// library's migrations that must commit between statements); each such step must be idempotent.
+	OwnTransactions bool
 }
 
 // Readiness is a check that /health/ready runs; an error makes the service not ready.
@@ -142,12 +160,32 @@ type Guard struct {
 	Handlers []gin.HandlerFunc
 }
 
+// Workers are one module's durable jobs (ARCHITECTURE.md section 2): Register adds its workers to the
+// host's job runner (River, over the service's own database) with river.AddWorker. The module inserts
+// its jobs through port.Jobs, in the transaction of the write that needs them; the runner works them
+// on every replica that serves, retries them with backoff, and rescues those of a process that died.
+type Workers struct {
+	Module   string
+	Register func(w *river.Workers) error
+}
+
+// Nav is a page for people that a module links from the site's header (contracts/site).
+type Nav struct {
+	Module string
+	Label  string // the link's text ("Forum")
+	Path   string // absolute path on the public listener ("/forum")
+	Rank   int    // links are shown by rank, then path
+	Search bool   // the page searches: the header's search box sends ?q= to it
+}
+
 // The value groups the host reads.
 const (
 	RoutesGroup       = `group:"svc.routes"`
 	MigrationsGroup   = `group:"svc.migrations"`
 	ReadinessGroup    = `group:"svc.readiness"`
 	PublicationsGroup = `group:"svc.publications"`
+	NavGroup          = `group:"svc.nav"`
+	WorkersGroup      = `group:"svc.workers"`
 )
 
 // AsRoutes annotates a constructor returning Routes for the routes group.
@@ -158,6 +196,12 @@ func AsMigrations(f any) any { return fx.Annotate(f, fx.ResultTags(MigrationsGro
 
 // AsReadiness annotates a constructor returning Readiness for the readiness group.
 func AsReadiness(f any) any { return fx.Annotate(f, fx.ResultTags(ReadinessGroup)) }
+
+// AsWorkers annotates a constructor returning Workers for the workers group.
+func AsWorkers(f any) any { return fx.Annotate(f, fx.ResultTags(WorkersGroup)) }
+
+// AsNav annotates a constructor returning []Nav, each a member of the group.
+func AsNav(f any) any { return fx.Annotate(f, fx.ResultTags(`group:"svc.nav,flatten"`)) }
 
 // AsPublications annotates a constructor returning []Publication, each a member of the group.
 func AsPublications(f any) any {

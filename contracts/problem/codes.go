@@ -23,8 +23,10 @@ const (
 	NotFound         Code = "not_found"
 	MethodNotAllowed Code = "method_not_allowed"
 	Internal         Code = "internal_error"
-	NotReady         Code = "not_ready"
-	Conflict         Code = "conflict"
+	// AgentPlaneElsewhere answers an agent-plane path on the public listener (WIRE.md section 7).
+	AgentPlaneElsewhere Code = "agent_plane_elsewhere"
+	NotReady            Code = "not_ready"
+	Conflict            Code = "conflict"
 
 	// svc-sig-v1 (WIRE.md section 1).
 	ChannelClosed               Code = "channel_closed"
@@ -53,6 +55,15 @@ const (
 	ContentTombstoned      Code = "content_tombstoned"
 	DuplicateReference     Code = "duplicate_reference"
 
+	// Media (WIRE.md section 9).
+	UnsupportedImage Code = "unsupported_image"
+	ImageTooLarge    Code = "image_too_large"
+	UploadTooLarge   Code = "upload_too_large"
+	UploadNotFound   Code = "upload_not_found"
+	AssetNotFound    Code = "asset_not_found"
+	AssetNotReady    Code = "asset_not_ready"
+	MediaUnavailable Code = "media_unavailable"
+
 	// Billing (WIRE.md section 3).
 	PricingVersionNotAccepted Code = "pricing_version_not_accepted"
 	PriceExceedsCap           Code = "price_exceeds_cap"
@@ -74,11 +85,12 @@ var catalog = map[Code]Definition{
 	InvalidCursor:        {http.StatusBadRequest, "Cursor was not issued by this service"},
 	BadRequest:           {http.StatusBadRequest, "Malformed request"},
 
-	NotFound:         {http.StatusNotFound, "Not found"},
-	MethodNotAllowed: {http.StatusMethodNotAllowed, "Method not allowed"},
-	Internal:         {http.StatusInternalServerError, "Internal server error"},
-	NotReady:         {http.StatusServiceUnavailable, "Service not ready"},
-	Conflict:         {http.StatusConflict, "Conflict with the current state"},
+	NotFound:            {http.StatusNotFound, "Not found"},
+	MethodNotAllowed:    {http.StatusMethodNotAllowed, "Method not allowed"},
+	Internal:            {http.StatusInternalServerError, "Internal server error"},
+	AgentPlaneElsewhere: {http.StatusNotFound, "The agent plane is not served here"},
+	NotReady:            {http.StatusServiceUnavailable, "Service not ready"},
+	Conflict:            {http.StatusConflict, "Conflict with the current state"},
 
 	ChannelClosed:               {http.StatusServiceUnavailable, "Channel gate is closed"},
 	MalformedSignatureHeaders:   {http.StatusBadRequest, "Malformed signature headers"},
@@ -103,6 +115,14 @@ var catalog = map[Code]Definition{
 	NotAuthor:              {http.StatusForbidden, "Only the author may do this"},
 	ContentTombstoned:      {http.StatusForbidden, "Content is tombstoned"},
 	DuplicateReference:     {http.StatusConflict, "Duplicate reference"},
+
+	UnsupportedImage: {http.StatusUnprocessableEntity, "Not a supported image"},
+	ImageTooLarge:    {http.StatusUnprocessableEntity, "Image dimensions too large"},
+	UploadTooLarge:   {http.StatusRequestEntityTooLarge, "Uploaded file too large"},
+	UploadNotFound:   {http.StatusNotFound, "No such upload"},
+	AssetNotFound:    {http.StatusNotFound, "No such asset"},
+	AssetNotReady:    {http.StatusConflict, "Asset not ready"},
+	MediaUnavailable: {http.StatusServiceUnavailable, "Media processing or storage unavailable"},
 
 	PricingVersionNotAccepted: {http.StatusConflict, "Pricing version not accepted"},
 	PriceExceedsCap:           {http.StatusConflict, "Effective price exceeds max_credit_cost"},

@@ -26,7 +26,7 @@ func (r jsonRender) Render(w http.ResponseWriter) error {
 }
 
 func (r jsonRender) WriteContentType(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", r.mediaType)
+	setContentType(w, r.mediaType)
 }
 
 // rawRender writes bytes already encoded as JSON.
@@ -42,7 +42,15 @@ func (r rawRender) Render(w http.ResponseWriter) error {
 }
 
 func (r rawRender) WriteContentType(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", r.mediaType)
+	setContentType(w, r.mediaType)
+}
+
+// setContentType sets the media type and forbids sniffing another one: a JSON body holding agent
+// text must never be taken for HTML by a browser.
+func setContentType(w http.ResponseWriter, mediaType string) {
+	h := w.Header()
+	h.Set("Content-Type", mediaType)
+	h.Set("X-Content-Type-Options", "nosniff")
 }
 
 var (

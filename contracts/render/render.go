@@ -3,10 +3,7 @@
 package render
 
 import (
-	"database/sql/driver"
-	"errors"
 	"mime"
-	"net"
 	"strconv"
 	"strings"
 
@@ -17,8 +14,9 @@ import (
 )
 
 const (
-	requestIDKey = "svc.request_id"
-	mediaTypeKey = "svc.media_type"
+	requestIDKey   = "svc.request_id"
+	mediaTypeKey   = "svc.media_type"
+	problemCodeKey = "svc.problem_code"
 )
 
 // JSONType is the default response media type.
@@ -91,48 +89,31 @@ func Problem(c *gin.Context, p *problem.Problem) {
 	cp := *p // a shared problem value is never written to
 	p = &cp
 	p.RequestID = RequestID(c)
+	SetProblemCode(c, p.Code)
 	if s, ok := p.Extensions["retry_after_seconds"].(int); ok && s >= 1 {
 		c.Header("Retry-After", strconv.Itoa(s))
 	}
 	c.Render(p.Status, jsonRender{mediaType: problem.ContentType, value: p})
 }
 
-// Error classifies err once at the edge: a *problem.Problem is written as it is, an error with a
-// Problem method as its problem; anything else is attached to the context for the access log and
-// answered with a 500 that leaks nothing.
+// Error answers err with the problem Classify gives it. A request whose client went away gets the
+// status StatusClientClosedRequest and no body: nobody reads it, and the log says what happened.
 func Error(c *gin.Context, err error) {
-	var p *problem.Problem
-	if errors.As(err, &p) {
-		Problem(c, p)
+	p, gone := Classify(c, err)
+	if gone {
+		c.AbortWithStatus(StatusClientClosedRequest)
 		return
 	}
-	// Errors that know their problem (schema.Error: a 422 with a pointer per reason).
-	var pe interface{ Problem() *problem.Problem }
-	if errors.As(err, &pe) {
-		Problem(c, pe.Problem())
-		return
-	}
-	_ = c.Error(err)
-	if unavailable(err) {
-		Problem(c, problem.New(problem.NotReady, "The service cannot reach its database right now; nothing was changed. Retry shortly.").With("retry_after_seconds", 1))
-		return
-	}
-	Problem(c, problem.New(problem.Internal, "The server could not complete the request."))
+	Problem(c, p)
 }
 
-// unavailable reports whether err means the database could not be reached or went away, rather than
-// a bug: a connection failure (SQLSTATE class 08), an operator's shutdown or restart (class 57), too
-// many connections (53300), a network error, or a connection the driver dropped. Such a request is
-// answered 503, and its transaction was rolled back.
-func unavailable(err error) bool {
-	var st interface{ SQLState() string }
-	if errors.As(err, &st) {
-		code := st.SQLState()
-		return strings.HasPrefix(code, "08") || strings.HasPrefix(code, "57") || code == "53300"
-	}
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn)
-}
+// SetProblemCode records the code of the problem the request is answered with; Problem calls it, and
+// so do the HTML error pages.
+func SetProblemCode(c *gin.Context, code problem.Code) { c.Set(problemCodeKey, string(code)) }
+
+// ProblemCode returns the code of the problem the request was answered with, or "" (the access log
+// records it).
+func ProblemCode(c *gin.Context) string { return c.GetString(problemCodeKey) }
 
 // Abort writes p and stops the handler chain.
 func Abort(c *gin.Context, p *problem.Problem) {

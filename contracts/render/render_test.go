@@ -1,9 +1,12 @@
 package render_test
 
 import (
+	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -81,14 +84,47 @@ func TestErrorClassifies(t *testing.T) {
 		{fmt.Errorf("read: %w", sqlStateError("08006")), 503, `"code":"not_ready"`},
 		{fmt.Errorf("insert: %w", sqlStateError("23505")), 500, `"code":"internal_error"`},
 		{fmt.Errorf("query: %w", driver.ErrBadConn), 503, `"code":"not_ready"`},
+		{fmt.Errorf("query: %w", context.DeadlineExceeded), 503, `"code":"not_ready"`},
+		{fmt.Errorf("parse: %w", io.ErrUnexpectedEOF), 500, `"code":"internal_error"`}, // a bug, unless the driver says the connection broke
+		{fmt.Errorf("commit: %w", sql.ErrConnDone), 503, `"code":"not_ready"`},
+		{fmt.Errorf("query: %w", transportError{}), 503, `"code":"not_ready"`},
+		{fmt.Errorf("debit: %w", sqlStateError("57014")), 503, `"code":"not_ready"`},
+		{fmt.Errorf("lock: %w", sqlStateError("55P03")), 503, `"code":"not_ready"`},
+		{fmt.Errorf("write: %w", sqlStateError("40P01")), 503, `"code":"not_ready"`},
+		{fmt.Errorf("write: %w", sqlStateError("40001")), 503, `"code":"not_ready"`},
+		{fmt.Errorf("write: %w", sqliteError(5)), 503, `"code":"not_ready"`},
+		{fmt.Errorf("write: %w", sqliteError(517)), 503, `"code":"not_ready"`},      // SQLITE_BUSY_SNAPSHOT
+		{fmt.Errorf("write: %w", sqliteError(19)), 500, `"code":"internal_error"`},  // SQLITE_CONSTRAINT
+		{fmt.Errorf("query: %w", context.Canceled), 500, `"code":"internal_error"`}, // not the request's own
 	}
 	for _, tc := range cases {
 		w := httptest.NewRecorder()
 		c, _ := gin.CreateTestContext(w)
+		c.Request = httptest.NewRequest("GET", "/", nil)
 		render.Error(c, tc.err)
 		if w.Code != tc.status || !strings.Contains(w.Body.String(), tc.want) || strings.Contains(w.Body.String(), "secret") {
 			t.Errorf("%v: %d %s", tc.err, w.Code, w.Body)
 		}
+		if w.Header().Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%v: no nosniff", tc.err)
+		}
+		if got, want := render.ProblemCode(c), strings.TrimSuffix(strings.TrimPrefix(tc.want, `"code":"`), `"`); strings.HasPrefix(tc.want, `"code"`) && got != want {
+			t.Errorf("%v: ProblemCode %q, want %q", tc.err, got, want)
+		}
+	}
+}
+
+// A request whose own client went away is answered 499 with no body, and is no error of the service.
+func TestErrorClientGone(t *testing.T) {
+	gin.SetMode(gin.ReleaseMode)
+	w := httptest.NewRecorder()
+	c, _ := gin.CreateTestContext(w)
+	ctx, cancel := context.WithCancel(context.Background())
+	c.Request = httptest.NewRequest("GET", "/", nil).WithContext(ctx)
+	cancel()
+	render.Error(c, fmt.Errorf("query: %w", context.Canceled))
+	if w.Code != render.StatusClientClosedRequest || w.Body.Len() != 0 || len(c.Errors) != 0 {
+		t.Fatalf("%d %q, errors %v", w.Code, w.Body, c.Errors)
 	}
 }
 
@@ -108,3 +144,16 @@ type sqlStateError string
 
 func (e sqlStateError) Error() string    { return "database error " + string(e) }
 func (e sqlStateError) SQLState() string { return string(e) }
+
+// sqliteError is an error with a SQLite result code, as the SQLite driver's errors have.
+type sqliteError int
+
+func (e sqliteError) Error() string { return fmt.Sprintf("sqlite error %d", int(e)) }
+func (e sqliteError) Code() int     { return int(e) }
+
+// transportError is a connection-level error of the PostgreSQL driver, which says whether a retry is
+// safe.
+type transportError struct{}
+
+func (transportError) Error() string     { return "failed to receive message: connection reset" }
+func (transportError) SafeToRetry() bool { return false }

@@ -385,7 +385,7 @@ func ctParamRefs(op ctOperation) []string {
 func TestContractBillingOpenAPIAgentRoutes(t *testing.T) {
 	var doc ctDoc
 	ctReadJSON(t, "openapi/agent.json", &doc)
-	routes := billing.NewEndpoints(nil, nil, nil, nil).AgentRoutes()
+	routes := billing.NewEndpoints(nil, nil, nil, nil, nil).AgentRoutes()
 	if routes.Module != billing.ID || routes.Plane != plugin.Agent || len(routes.Agent) != 2 {
 		t.Fatalf("agent routes %+v", routes)
 	}

@@ -1,17 +1,15 @@
 package billing
 
 import (
-	"encoding/base64"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/bind"
+	"github.com/svcforum/svc/contracts/cursor"
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
@@ -31,11 +29,12 @@ type Endpoints struct {
 	clock   port.Clock
 	pricing *Pricing
 	wallets *Wallets
+	cursors *cursor.Codec
 }
 
 // NewEndpoints returns the endpoints.
-func NewEndpoints(db *gorm.DB, clock port.Clock, pricing *Pricing, wallets *Wallets) *Endpoints {
-	return &Endpoints{db: db, clock: clock, pricing: pricing, wallets: wallets}
+func NewEndpoints(db *gorm.DB, clock port.Clock, pricing *Pricing, wallets *Wallets, cursors *cursor.Codec) *Endpoints {
+	return &Endpoints{db: db, clock: clock, pricing: pricing, wallets: wallets, cursors: cursors}
 }
 
 // PublicRoutes are the module's routes on the public read plane.
@@ -117,16 +116,21 @@ type UsageResponse struct {
 	NextCursor *string          `json:"next_cursor"`
 }
 
-// cursorPrefix marks a usage cursor.
-const cursorPrefix = "u1."
+// usageList names the usage list of an agent: a cursor of one agent's events never opens another's.
+func usageList(agentID string) string { return "billing:usage:" + agentID }
+
+// usagePosition is where a page of usage ends: the last event's id.
+type usagePosition struct {
+	ID string `json:"i"`
+}
 
 func (e *Endpoints) getUsage(c *gin.Context) {
-	limit, after, p := pageParams(c)
+	pr, _ := port.PrincipalFrom(c.Request.Context())
+	limit, after, p := e.pageParams(c, usageList(pr.AgentID))
 	if p != nil {
 		render.Problem(c, p)
 		return
 	}
-	pr, _ := port.PrincipalFrom(c.Request.Context())
 	q := e.db.WithContext(c.Request.Context()).Where("agent_id = ?", pr.AgentID)
 	if after != "" {
 		q = q.Where("id < ?", after)
@@ -139,7 +143,11 @@ func (e *Endpoints) getUsage(c *gin.Context) {
 	resp := UsageResponse{Events: make([]UsageEventView, 0, min(len(rows), limit))}
 	for i, r := range rows {
 		if i == limit {
-			next := encodeCursor(rows[limit-1].ID)
+			next, err := e.cursors.Seal(usageList(pr.AgentID), usagePosition{ID: rows[limit-1].ID})
+			if err != nil {
+				render.Error(c, fmt.Errorf("seal usage cursor: %w", err))
+				return
+			}
 			resp.NextCursor = &next
 			break
 		}
@@ -150,39 +158,17 @@ func (e *Endpoints) getUsage(c *gin.Context) {
 	render.JSON(c, http.StatusOK, resp)
 }
 
-// pageParams reads limit (1..100, default 25) and cursor; a bad one is 400.
-func pageParams(c *gin.Context) (limit int, after string, p *problem.Problem) {
+// pageParams reads limit (1..100, default 25) and a cursor of list; a bad one is 400.
+func (e *Endpoints) pageParams(c *gin.Context, list string) (limit int, after string, p *problem.Problem) {
 	if limit, p = bind.Limit(c); p != nil {
 		return 0, "", p
 	}
 	if vs, ok := c.GetQueryArray("cursor"); ok {
-		id, valid := decodeCursor(vs[0])
-		if len(vs) != 1 || !valid {
-			return 0, "", problem.New(problem.InvalidCursor, "cursor must be a next_cursor this service returned")
+		var pos usagePosition
+		if len(vs) != 1 || e.cursors.Open(vs[0], list, &pos) != nil {
+			return 0, "", problem.New(problem.InvalidCursor, "cursor must be a next_cursor this agent's usage returned, within a day")
 		}
-		after = id
+		after = pos.ID
 	}
 	return limit, after, nil
-}
-
-// A cursor is the id of the last event of a page, opaque to clients. It carries nothing but a
-// position in the caller's own events, so a well-formed cursor cannot reveal another agent's.
-func encodeCursor(id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + id))
-}
-
-func decodeCursor(s string) (string, bool) {
-	if len(s) < 1 || len(s) > bind.MaxCursor {
-		return "", false
-	}
-	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)
-	if err != nil || !strings.HasPrefix(string(raw), cursorPrefix) {
-		return "", false
-	}
-	id := strings.TrimPrefix(string(raw), cursorPrefix)
-	u, err := uuid.Parse(id)
-	if err != nil || u.String() != id {
-		return "", false
-	}
-	return id, true
 }

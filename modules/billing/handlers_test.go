@@ -18,6 +18,7 @@ import (
 	"github.com/svcforum/svc/contracts/schema"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/billing"
+	"github.com/svcforum/svc/testkit"
 )
 
 // valid fails unless body matches the named published schema.
@@ -29,7 +30,7 @@ func valid(t testing.TB, name string, body []byte) {
 }
 
 // pricingBody decodes GET /api/v1/pricing.
-func pricingBody(t testing.TB, r result) billing.PricingResponse {
+func pricingBody(t testing.TB, r testkit.Result) billing.PricingResponse {
 	t.Helper()
 	var resp billing.PricingResponse
 	if err := json.Unmarshal(r.Body, &resp); err != nil {
@@ -44,11 +45,11 @@ func TestPricingEndpointBeforePublication(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		r := w.get(billing.PricingPath, nil)
-		expect(t, r, 200, "")
+		testkit.Expect(t, r, 200, "")
 		if ct := r.Header.Get("Content-Type"); ct != "application/json" {
 			t.Fatalf("Content-Type %q", ct)
 		}
-		m := r.json(t)
+		m := r.JSON(t)
 		if v, ok := m["current_pricing_version"]; !ok || v != nil {
 			t.Fatalf("current_pricing_version %#v (present %v)", v, ok)
 		}
@@ -75,7 +76,7 @@ func TestPricingEndpointListsCurrentAndInGrace(t *testing.T) {
 		w.publish(t, []byte(wireExample))
 
 		r := w.get(billing.PricingPath, nil)
-		expect(t, r, 200, "")
+		testkit.Expect(t, r, 200, "")
 		valid(t, "pricing-response", r.Body)
 		resp := pricingBody(t, r)
 		if resp.CurrentPricingVersion == nil || *resp.CurrentPricingVersion != wire ||
@@ -101,7 +102,7 @@ func TestPricingEndpointCaching(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		r := w.get(billing.PricingPath, nil)
-		expect(t, r, 200, "")
+		testkit.Expect(t, r, 200, "")
 		etag := r.Header.Get("ETag")
 		if etag == "" || !strings.HasPrefix(etag, `"`) || !strings.HasSuffix(etag, `"`) {
 			t.Fatalf("ETag %q", etag)
@@ -118,11 +119,11 @@ func TestPricingEndpointCaching(t *testing.T) {
 				t.Fatalf("If-None-Match %s: %d %q, ETag %q", inm, nm.Status, nm.Body, nm.Header.Get("ETag"))
 			}
 		}
-		expect(t, w.get(billing.PricingPath, map[string]string{"If-None-Match": `"other"`}), 200, "")
+		testkit.Expect(t, w.get(billing.PricingPath, map[string]string{"If-None-Match": `"other"`}), 200, "")
 
 		w.publish(t, []byte(wireExample))
 		r2 := w.get(billing.PricingPath, map[string]string{"If-None-Match": etag})
-		expect(t, r2, 200, "")
+		testkit.Expect(t, r2, 200, "")
 		etag2 := r2.Header.Get("ETag")
 		if etag2 == "" || etag2 == etag {
 			t.Fatalf("ETag after a publication: %q, before %q", etag2, etag)
@@ -155,36 +156,36 @@ func TestWalletEndpoint(t *testing.T) {
 		poor := w.funded(t, 0)
 
 		r := w.agentGet(rich, billing.WalletPath)
-		expect(t, r, 200, "")
+		testkit.Expect(t, r, 200, "")
 		valid(t, "wallet-response", r.Body)
-		m := r.json(t)
+		m := r.JSON(t)
 		if m["org_id"] != rich.OrgID || m["balance"] != float64(35) || m["updated_at"] != t0.Add(time.Minute).Format(time.RFC3339) {
 			t.Fatalf("wallet %s", r.Body)
 		}
 		// Another agent of the same organisation sees the same wallet.
-		if m2 := w.agentGet(agentOf(rich.OrgID), billing.WalletPath).json(t); m2["balance"] != float64(35) {
+		if m2 := w.agentGet(agentOf(rich.OrgID), billing.WalletPath).JSON(t); m2["balance"] != float64(35) {
 			t.Fatalf("wallet %v", m2)
 		}
 
 		r = w.agentGet(poor, billing.WalletPath)
-		expect(t, r, 200, "")
+		testkit.Expect(t, r, 200, "")
 		valid(t, "wallet-response", r.Body)
-		m = r.json(t)
+		m = r.JSON(t)
 		if m["org_id"] != poor.OrgID || m["balance"] != float64(0) || m["updated_at"] != nil {
 			t.Fatalf("wallet without a wallet row: %s", r.Body)
 		}
 		// A query naming another organisation is ignored.
 		r = w.agentGet(poor, billing.WalletPath+"?org_id="+url.QueryEscape(rich.OrgID))
-		if m = r.json(t); m["org_id"] != poor.OrgID || m["balance"] != float64(0) {
+		if m = r.JSON(t); m["org_id"] != poor.OrgID || m["balance"] != float64(0) {
 			t.Fatalf("wallet ?org_id=: %s", r.Body)
 		}
 	})
 }
 
 // usagePage decodes a usage page and checks it against the published schema.
-func usagePage(t testing.TB, r result) billing.UsageResponse {
+func usagePage(t testing.TB, r testkit.Result) billing.UsageResponse {
 	t.Helper()
-	expect(t, r, 200, "")
+	testkit.Expect(t, r, 200, "")
 	valid(t, "usage-response", r.Body)
 	var resp billing.UsageResponse
 	if err := json.Unmarshal(r.Body, &resp); err != nil {
@@ -254,7 +255,7 @@ func TestUsageEndpointOwnEventsNewestFirst(t *testing.T) {
 
 		// No events: an empty list and a null cursor.
 		r := w.agentGet(agentOf(a.OrgID), billing.UsagePath)
-		m := r.json(t)
+		m := r.JSON(t)
 		if evs, ok := m["events"].([]any); !ok || len(evs) != 0 || m["next_cursor"] != nil {
 			t.Fatalf("no usage: %s", r.Body)
 		}
@@ -369,14 +370,14 @@ func TestUsageEndpointBadLimit(t *testing.T) {
 		for _, q := range []string{"limit=0", "limit=101", "limit=abc", "limit=1.5", "limit=2&limit=3", "limit=2&limit=2",
 			"limit=", "limit=-1", "limit=+5", "limit=05", "limit=%205", "limit=1e1", "limit=99999999999999999999"} {
 			r := w.agentGet(a, billing.UsagePath+"?"+q)
-			expect(t, r, 400, "bad_request")
+			testkit.Expect(t, r, 400, "bad_request")
 		}
 	})
 }
 
-// TestUsageEndpointInvalidCursor: a cursor the service did not issue is 400 invalid_cursor: a random
-// string, bad base64, valid base64 of garbage, an id with uppercase letters, an empty one, two of them,
-// and one of 2049 characters.
+// TestUsageEndpointInvalidCursor: a cursor the service did not seal for this agent's usage is 400
+// invalid_cursor: a random string, bad base64, base64 of garbage, an edited or unsealed one, an empty
+// one, two of them, one of 2049 characters, and another agent's.
 func TestUsageEndpointInvalidCursor(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
@@ -391,24 +392,27 @@ func TestUsageEndpointInvalidCursor(t *testing.T) {
 		if issued == nil {
 			t.Fatal("no cursor")
 		}
-		raw, err := base64.RawURLEncoding.DecodeString(*issued)
+		payload, mac, ok := strings.Cut(*issued, ".")
+		if !ok {
+			t.Fatalf("the issued cursor %q is not sealed", *issued)
+		}
+		raw, err := base64.RawURLEncoding.DecodeString(payload)
 		if err != nil {
 			t.Fatalf("the issued cursor %q: %v", *issued, err)
 		}
-		upper := base64.RawURLEncoding.EncodeToString([]byte(string(raw[:3]) + strings.ToUpper(string(raw[3:]))))
 		b64 := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 		long := strings.Repeat("A", 2049)
 		cases := map[string]string{
-			"random string":          "hello-world",
-			"bad base64":             "!!!***",
-			"base64 of garbage":      b64("\x00\x01garbage\xff"),
-			"base64 of a uuid alone": b64(strings.TrimPrefix(string(raw), string(raw[:3]))),
-			"uppercase id":           upper,
-			"padding appended":       *issued + "==",
-			"trailing byte":          *issued + "A",
-			"id with braces":         b64(string(raw[:3]) + "{" + string(raw[3:]) + "}"),
-			"empty":                  "",
-			"2049 characters":        long,
+			"random string":     "hello-world",
+			"bad base64":        "!!!***",
+			"base64 of garbage": b64("\x00\x01garbage\xff"),
+			"unsealed":          payload,
+			"uppercase id":      b64(strings.ToUpper(string(raw))) + "." + mac,
+			"edited id":         b64(strings.Replace(string(raw), `"i":"0`, `"i":"1`, 1)) + "." + mac,
+			"padding appended":  *issued + "==",
+			"trailing byte":     *issued + "A",
+			"empty":             "",
+			"2049 characters":   long,
 		}
 		for name, c := range cases {
 			r := w.agentGet(a, billing.UsagePath+"?cursor="+url.QueryEscape(c))
@@ -417,7 +421,10 @@ func TestUsageEndpointInvalidCursor(t *testing.T) {
 			}
 		}
 		r := w.agentGet(a, billing.UsagePath+"?cursor="+url.QueryEscape(*issued)+"&cursor="+url.QueryEscape(*issued))
-		expect(t, r, 400, "invalid_cursor")
+		testkit.Expect(t, r, 400, "invalid_cursor")
+		// Another agent's cursor does not open this agent's list.
+		other := w.funded(t, 10)
+		testkit.Expect(t, w.agentGet(other, billing.UsagePath+"?cursor="+url.QueryEscape(*issued)), 400, "invalid_cursor")
 		// The issued one works.
 		if resp := usagePage(t, w.agentGet(a, billing.UsagePath+"?cursor="+url.QueryEscape(*issued))); len(resp.Events) != 2 {
 			t.Fatalf("after the cursor: %d events", len(resp.Events))

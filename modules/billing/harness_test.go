@@ -1,9 +1,10 @@
 package billing_test
 
 // The harness of billing's own tests: a fresh database of each dialect with billing's migrations and a
-// test write table, a settable clock, a stand-in for the identity module's directory, billing's
-// components, and a gin engine that mounts the module's routes the way the host does (the agent routes
-// behind a stand-in for the guard that only sets the principal: the signed path is tested in the host).
+// test write table, and billing's components on the shared test kit (testkit): a settable clock, the
+// directory double standing in for the identity module, and an engine that mounts the module's routes
+// the way the host does (the agent routes behind the kit's stand-in guard, which only sets the
+// principal: the signed path is tested in the host).
 
 import (
 	"context"
@@ -13,58 +14,27 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/svcforum/svc/contracts/cursor"
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
-	"github.com/svcforum/svc/contracts/render"
 	"github.com/svcforum/svc/contracts/schema"
 	"github.com/svcforum/svc/database"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/billing"
+	"github.com/svcforum/svc/testkit"
 )
 
 func TestMain(m *testing.M) {
 	dbtest.PrepareDocker()
 	dbtest.Main(m)
 }
-
-// clock is a settable port.Clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Set(t time.Time)     { c.mu.Lock(); c.now = t; c.mu.Unlock() }
-func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
-
-// directory stands in for the identity module's port.Directory: a set of organisation ids.
-type directory struct {
-	mu   sync.Mutex
-	orgs map[string]bool
-}
-
-func (d *directory) OrgExists(_ context.Context, orgID string) (bool, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.orgs[orgID], nil
-}
-
-func (d *directory) add(orgID string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.orgs[orgID] = true
-}
-
-var _ port.Directory = (*directory)(nil)
 
 // testWrite is a row of the test write that each metered charge of these tests goes with.
 type testWrite struct {
@@ -79,8 +49,8 @@ func (testWrite) TableName() string { return "billingtest_writes" }
 type world struct {
 	dialect   string
 	db        *gorm.DB
-	clock     *clock
-	dir       *directory
+	clock     *testkit.Clock
+	dir       *testkit.Directory
 	pricing   *billing.Pricing
 	wallets   *billing.Wallets
 	meter     *billing.Meter
@@ -88,8 +58,8 @@ type world struct {
 	engine    *gin.Engine
 }
 
-// t0 is where every test's clock starts: 2026-01-01T00:00:00Z.
-var t0 = time.Unix(1767225600, 0).UTC()
+// t0 is where every test's clock starts.
+var t0 = testkit.T0
 
 func newWorld(t testing.TB, dialect string) *world {
 	t.Helper()
@@ -97,86 +67,37 @@ func newWorld(t testing.TB, dialect string) *world {
 	if err := db.AutoMigrate(&testWrite{}); err != nil {
 		t.Fatal(err)
 	}
-	w := &world{dialect: dialect, db: db, clock: &clock{now: t0}, dir: &directory{orgs: map[string]bool{}}}
+	w := &world{dialect: dialect, db: db, clock: testkit.NewClock(t0), dir: testkit.NewDirectory()}
 	w.pricing = billing.NewPricing(db, w.clock, schema.Published())
 	w.wallets = billing.NewWallets(db, w.clock, w.dir)
 	w.meter = billing.NewMeter(w.clock)
-	w.endpoints = billing.NewEndpoints(db, w.clock, w.pricing, w.wallets)
+	codec, err := cursor.New([][]byte{[]byte("billing test cursor key, 32 bytes or more")}, w.clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.endpoints = billing.NewEndpoints(db, w.clock, w.pricing, w.wallets, codec)
 	w.engine = mount(t, w.endpoints)
 	return w
 }
 
-// The headers through which a test names the principal its agent-plane request runs as; in the host,
-// the guard sets it from the verified signature.
-const (
-	hdrAgent = "X-Test-Agent-Id"
-	hdrOrg   = "X-Test-Org-Id"
-)
-
-// mount builds a gin engine with the module's public routes, and its agent routes under the agent
-// prefix behind a middleware that puts the principal named by the test headers into the context.
+// mount builds the test kit's engine with the module's public routes, and its agent routes under the
+// agent prefix behind the kit's stand-in guard.
 func mount(t testing.TB, e *billing.Endpoints) *gin.Engine {
 	t.Helper()
-	gin.SetMode(gin.ReleaseMode)
-	g := gin.New()
-	g.RedirectTrailingSlash, g.RedirectFixedPath = false, false
-	g.ContextWithFallback = true
-	if err := g.SetTrustedProxies(nil); err != nil {
-		t.Fatal(err)
-	}
-	g.Use(func(c *gin.Context) { render.SetRequestID(c, "test-request"); c.Next() })
-	g.Use(gin.CustomRecovery(func(c *gin.Context, _ any) { c.AbortWithStatus(http.StatusInternalServerError) }))
-	pub := e.PublicRoutes()
-	if pub.Plane != plugin.Public || pub.Mount == nil {
-		t.Fatalf("public routes: %+v", pub)
-	}
-	pub.Mount(g)
+	g := testkit.Engine(t)
+	testkit.MountPublic(t, g, e.PublicRoutes())
 	agent := e.AgentRoutes()
 	if agent.Plane != plugin.Agent {
 		t.Fatalf("agent routes on plane %q", agent.Plane)
 	}
-	group := g.Group(plugin.AgentPrefix, func(c *gin.Context) {
-		p := port.Principal{AgentID: c.GetHeader(hdrAgent), OrgID: c.GetHeader(hdrOrg), KeyID: "test-key", Handle: "test"}
-		c.Request = c.Request.WithContext(port.WithPrincipal(c.Request.Context(), p))
-		c.Next()
-	})
-	for _, r := range agent.Agent {
-		group.Handle(r.Method, r.Path, r.Handlers...)
-	}
+	testkit.MountAgent(t, g, plugin.ChannelEdge, []gin.HandlerFunc{testkit.StandInGuard}, agent.Agent)
 	return g
 }
 
-// result is a response as the tests read it.
-type result struct {
-	Status int
-	Header http.Header
-	Body   []byte
-	Code   string // the problem's code, if the body is a problem
-}
-
-func (r result) json(t testing.TB) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.Body, &m); err != nil {
-		t.Fatalf("body %q: %v", r.Body, err)
-	}
-	return m
-}
-
-func (w *world) serve(req *http.Request) result {
-	rec := httptest.NewRecorder()
-	w.engine.ServeHTTP(rec, req)
-	r := result{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
-	if rec.Header().Get("Content-Type") == problem.ContentType {
-		var p struct{ Code string }
-		_ = json.Unmarshal(r.Body, &p)
-		r.Code = p.Code
-	}
-	return r
-}
+func (w *world) serve(req *http.Request) testkit.Result { return testkit.Serve(w.engine, req) }
 
 // get serves a GET of target (a full path with its query) on the public plane.
-func (w *world) get(target string, hdr map[string]string) result {
+func (w *world) get(target string, hdr map[string]string) testkit.Result {
 	req := httptest.NewRequest(http.MethodGet, target, nil)
 	for k, v := range hdr {
 		req.Header.Set(k, v)
@@ -185,19 +106,8 @@ func (w *world) get(target string, hdr map[string]string) result {
 }
 
 // agentGet serves a GET of target (relative to the agent prefix) as p.
-func (w *world) agentGet(p port.Principal, target string) result {
-	req := httptest.NewRequest(http.MethodGet, plugin.AgentPrefix+target, nil)
-	req.Header.Set(hdrAgent, p.AgentID)
-	req.Header.Set(hdrOrg, p.OrgID)
-	return w.serve(req)
-}
-
-// expect fails unless r has status and problem code ("" for a success).
-func expect(t testing.TB, r result, status int, code string) {
-	t.Helper()
-	if r.Status != status || r.Code != code {
-		t.Fatalf("got %d %q, want %d %q; body %s", r.Status, r.Code, status, code, r.Body)
-	}
+func (w *world) agentGet(p port.Principal, target string) testkit.Result {
+	return w.serve(testkit.As(httptest.NewRequest(http.MethodGet, plugin.AgentPrefix+target, nil), p))
 }
 
 // newID returns a lowercase UUIDv7.
@@ -206,7 +116,7 @@ func newID() string { return uuid.Must(uuid.NewV7()).String() }
 // newOrg registers an organisation in the directory and returns its id.
 func (w *world) newOrg() string {
 	id := newID()
-	w.dir.add(id)
+	w.dir.Add(id)
 	return id
 }
 

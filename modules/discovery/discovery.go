@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"mime"
@@ -145,26 +146,52 @@ func (p *Publisher) buildExamples() (representation, error) {
 	return newRepresentation(idx, "application/json")
 }
 
-// file returns the representation of an embedded file by its path in contracts.FS.
-func (p *Publisher) file(name string) (representation, bool) {
+// errNoFile is file's answer for a path that names no embedded file. It is not fs.ErrNotExist, which a
+// schema missing from a bundle wraps: that is a defect of the document, not a 404.
+var errNoFile = errors.New("no embedded file")
+
+// file returns the representation of an embedded file by its path in contracts.FS, or errNoFile.
+func (p *Publisher) file(name string) (representation, error) {
 	if r, ok := p.fileCache.Load(name); ok {
-		return r.(representation), true
+		return r.(representation), nil
 	}
 	if !fs.ValidPath(name) {
-		return representation{}, false
+		return representation{}, errNoFile
 	}
 	body, err := fs.ReadFile(p.files, name)
 	if err != nil {
-		return representation{}, false
+		return representation{}, errNoFile // absent, or a directory
 	}
 	if isOpenAPI(name) {
 		if body, err = p.forDeployment(body); err != nil {
-			return representation{}, false
+			return representation{}, fmt.Errorf("serve %s: %w", name, err)
 		}
 	}
 	r := representation{body: body, etag: etagOf(body), contentType: contentType(name)}
 	p.fileCache.Store(name, r)
-	return r, true
+	return r, nil
+}
+
+// buildOpenAPI builds every embedded OpenAPI document for this deployment, so that one that cannot be
+// bundled fails start-up instead of its first request.
+func (p *Publisher) buildOpenAPI() error {
+	names := []string{"openapi.json"}
+	entries, err := fs.ReadDir(p.files, "openapi")
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("list OpenAPI documents: %w", err)
+	}
+	for _, e := range entries {
+		names = append(names, path.Join("openapi", e.Name()))
+	}
+	for _, name := range names {
+		if !isOpenAPI(name) {
+			continue
+		}
+		if _, err := p.file(name); err != nil && !errors.Is(err, errNoFile) {
+			return err
+		}
+	}
+	return nil
 }
 
 func newRepresentation(v any, contentType string) (representation, error) {

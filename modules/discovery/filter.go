@@ -17,16 +17,15 @@ func isOpenAPI(name string) bool {
 	return name == "openapi.json" || (strings.HasPrefix(name, "openapi/") && path.Ext(name) == ".json")
 }
 
-// forDeployment returns an OpenAPI document without the paths of modules this deployment does not
-// enable, so that an agent following the discovery document never calls a route that answers 404.
-// When nothing is removed the bytes are served as written.
+// forDeployment returns an OpenAPI document as this deployment serves it: without the paths of modules
+// it does not enable, so that an agent following the discovery document never calls a route that
+// answers 404, and self-contained (bundle), so that any tool resolves it.
 func (p *Publisher) forDeployment(body []byte) ([]byte, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return nil, fmt.Errorf("read OpenAPI document: %w", err)
 	}
 	paths, _ := doc["paths"].(map[string]any)
-	removed := false
 	for name, item := range paths {
 		ops, _ := item.(map[string]any)
 		for _, op := range ops {
@@ -34,13 +33,12 @@ func (p *Publisher) forDeployment(body []byte) ([]byte, error) {
 			owner, _ := m[moduleMember].(string)
 			if owner != "" && owner != "host" && !slices.Contains(p.deployment.Modules, owner) {
 				delete(paths, name) // the operations of a path belong to one module
-				removed = true
 				break
 			}
 		}
 	}
-	if !removed {
-		return body, nil
+	if err := bundle(doc, p.files); err != nil {
+		return nil, err
 	}
 	out, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {

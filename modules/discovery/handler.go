@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -14,9 +15,13 @@ import (
 )
 
 // Routes serves the discovery document and every embedded contract on the public plane. Publications
-// that name one location twice are refused here, so that start-up fails rather than the document.
+// that name one location twice, and OpenAPI documents that cannot be bundled, are refused here, so that
+// start-up fails rather than a request.
 func Routes(p *Publisher) (plugin.Routes, error) {
 	if _, err := p.Document(); err != nil {
+		return plugin.Routes{}, err
+	}
+	if err := p.buildOpenAPI(); err != nil {
 		return plugin.Routes{}, err
 	}
 	return plugin.Routes{Module: ID, Plane: plugin.Public, Mount: func(r gin.IRouter) {
@@ -47,12 +52,7 @@ func (p *Publisher) serveDocument(c *gin.Context) {
 
 func (p *Publisher) serveFile(name string) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		rep, ok := p.file(name)
-		if !ok {
-			notFound(c)
-			return
-		}
-		serve(c, rep)
+		p.serveEmbedded(c, name)
 	}
 }
 
@@ -75,12 +75,20 @@ func (p *Publisher) serveContracts(c *gin.Context) {
 		notFound(c)
 		return
 	}
-	rep, ok := p.file(name)
-	if !ok {
+	p.serveEmbedded(c, name)
+}
+
+// serveEmbedded serves the embedded file name: 404 if there is none, 500 if it cannot be built.
+func (p *Publisher) serveEmbedded(c *gin.Context, name string) {
+	rep, err := p.file(name)
+	switch {
+	case errors.Is(err, errNoFile):
 		notFound(c)
-		return
+	case err != nil:
+		render.Error(c, err)
+	default:
+		serve(c, rep)
 	}
-	serve(c, rep)
 }
 
 // serve writes rep with its ETag; http.ServeContent answers If-None-Match with 304 and HEAD without a

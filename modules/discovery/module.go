@@ -27,6 +27,7 @@ func Module() fx.Option {
 		fx.Provide(
 			fx.Annotate(New, fx.ParamTags(``, `group:"svc.publications"`)),
 			plugin.AsRoutes(Routes),
+			plugin.AsRoutes(FrontDoorRoutes),
 			plugin.AsPublications(Publications),
 		),
 	)

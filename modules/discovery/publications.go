@@ -24,7 +24,7 @@ func Publications() []plugin.Publication {
 		{Module: ID, Name: "examples", Path: ExamplesPath},
 		{Module: ID, Name: "skill", Path: SkillPath},
 	}
-	for _, s := range []string{"discovery", "problem", "liveness-response", "readiness-response"} {
+	for _, s := range []string{"discovery", "problem", "liveness-response", "readiness-response", "front-door"} {
 		pubs = append(pubs, plugin.Publication{Module: ID, Name: s, Path: SchemaPath(s), Schema: true})
 	}
 	return pubs

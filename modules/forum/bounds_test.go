@@ -8,6 +8,7 @@ import (
 
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/forum"
+	"github.com/svcforum/svc/testkit"
 )
 
 // ftBound is one request at an edge of a bound: ok passes, otherwise it is 422 naming pointer (with
@@ -55,15 +56,15 @@ func ftReferences(n int, targets []string) []any {
 
 // ftRun sends each bound's request built by body and checks its outcome; a refused one writes and
 // charges nothing. check, when not nil, inspects an accepted answer.
-func (w *ftWorld) ftRun(t *testing.T, a ftAgent, path string, body func(...func(map[string]any)) map[string]any, bounds []ftBound, check func(ftBound, ftResult)) {
+func (w *ftWorld) ftRun(t *testing.T, a ftAgent, path string, body func(...func(map[string]any)) map[string]any, bounds []ftBound, check func(ftBound, testkit.Result)) {
 	t.Helper()
 	for _, b := range bounds {
 		before := w.ftState(t)
-		calls := len(w.meter.ftCalls())
+		calls := len(w.meter.Calls())
 		r := w.post(t, a, path, body(b.mod))
 		if b.ok {
 			if r.Status != http.StatusOK {
-				t.Errorf("%s: %d %s", b.name, r.Status, ftShort(r.Body))
+				t.Errorf("%s: %d %s", b.name, r.Status, testkit.Short(r.Body))
 				continue
 			}
 			if check != nil {
@@ -72,12 +73,12 @@ func (w *ftWorld) ftRun(t *testing.T, a ftAgent, path string, body func(...func(
 			continue
 		}
 		if r.Status != http.StatusUnprocessableEntity {
-			t.Errorf("%s: %d %s, want 422 at %s", b.name, r.Status, ftShort(r.Body), b.pointer)
+			t.Errorf("%s: %d %s, want 422 at %s", b.name, r.Status, testkit.Short(r.Body), b.pointer)
 			continue
 		}
 		ftExpect422(t, r, b.pointer, b.keyword)
 		w.ftUnchanged(t, before)
-		if n := len(w.meter.ftCalls()); n != calls {
+		if n := len(w.meter.Calls()); n != calls {
 			t.Fatalf("%s: charged", b.name)
 		}
 	}
@@ -133,9 +134,9 @@ func TestFtBoundsThread(t *testing.T) {
 			{"billing cap -1", ftSet("billing", map[string]any{"pricing_version": "2026-11", "max_credit_cost": -1}), false, "/billing/max_credit_cost", "minimum"},
 		}
 		body := func(mods ...func(map[string]any)) map[string]any { return ftThreadBody(cat, mods...) }
-		w.ftRun(t, a, forum.ThreadsPath, body, bounds, func(b ftBound, r ftResult) {
+		w.ftRun(t, a, forum.ThreadsPath, body, bounds, func(b ftBound, r testkit.Result) {
 			sent := body(b.mod)
-			th := w.ftGetThread(t, r.json(t)["thread_id"].(string))
+			th := w.ftGetThread(t, r.JSON(t)["thread_id"].(string))
 			if *th.Title != sent["title"] || *th.BodyMarkdown != sent["body_markdown"] {
 				t.Fatalf("%s: stored title or body differs from the one sent", b.name)
 			}
@@ -179,9 +180,9 @@ func TestFtBoundsReply(t *testing.T) {
 			{"billing version 65", ftSet("billing", map[string]any{"pricing_version": strings.Repeat("v", 65), "max_credit_cost": 10}), false, "/billing/pricing_version", "maxLength"},
 		}
 		body := func(mods ...func(map[string]any)) map[string]any { return ftReplyBody(thread, "", mods...) }
-		w.ftRun(t, a, forum.RepliesPath, body, bounds, func(b ftBound, r ftResult) {
+		w.ftRun(t, a, forum.RepliesPath, body, bounds, func(b ftBound, r testkit.Result) {
 			sent := body(b.mod)
-			rp := w.ftGetReply(t, r.json(t)["reply_id"].(string))
+			rp := w.ftGetReply(t, r.JSON(t)["reply_id"].(string))
 			if *rp.BodyMarkdown != sent["body_markdown"] {
 				t.Fatalf("%s: stored body differs from the one sent", b.name)
 			}
@@ -347,11 +348,11 @@ func TestFtBoundsRecipe(t *testing.T) {
 			ftRecipeBound("unknown member", ftSet("calories", 500), false, "/recipe/calories", "unknown_member"),
 		)
 		w.ftRun(t, a, forum.ThreadsPath, func(mods ...func(map[string]any)) map[string]any { return ftThreadBody(cat, mods...) }, bounds,
-			func(b ftBound, r ftResult) {
+			func(b ftBound, r testkit.Result) {
 				if !strings.HasPrefix(b.name, "source url") {
 					return
 				}
-				th := w.ftGetThread(t, r.json(t)["thread_id"].(string))
+				th := w.ftGetThread(t, r.JSON(t)["thread_id"].(string))
 				if got := th.Recipe.Sources[0].URL; got != url(2048) {
 					t.Fatalf("stored url of %d bytes, want the 2048 sent", len(got))
 				}
@@ -369,7 +370,7 @@ func TestFtContentPolicy(t *testing.T) {
 		a := ftNewAgent("cook-one")
 		thread := w.ftThread(t, a, cat)
 		before := w.ftState(t)
-		calls := len(w.meter.ftCalls())
+		calls := len(w.meter.Calls())
 		refused := []struct {
 			path    string
 			body    map[string]any
@@ -409,7 +410,7 @@ func TestFtContentPolicy(t *testing.T) {
 		for _, c := range refused {
 			r := w.post(t, a, c.path, c.body)
 			if r.Status != http.StatusBadRequest {
-				t.Errorf("%s %q: %d %s", c.pointer, c.body, r.Status, ftShort(r.Body))
+				t.Errorf("%s %q: %d %s", c.pointer, c.body, r.Status, testkit.Short(r.Body))
 				continue
 			}
 			ftExpectAt(t, r, http.StatusBadRequest, "content_policy_violation", c.pointer)
@@ -419,7 +420,7 @@ func TestFtContentPolicy(t *testing.T) {
 			}
 		}
 		w.ftUnchanged(t, before)
-		if n := len(w.meter.ftCalls()); n != calls {
+		if n := len(w.meter.Calls()); n != calls {
 			t.Fatalf("%d charges for refused posts", n-calls)
 		}
 

@@ -1,7 +1,6 @@
 package forum
 
 import (
-	"cmp"
 	"fmt"
 	"net/http"
 	"slices"
@@ -55,7 +54,7 @@ type CatchUpResponse struct {
 }
 
 // catchUp answers a catch-up page. The window's start travels in the cursor, so every page of one
-// catch-up uses the same window.
+// catch-up uses the same window; posts come in commit order (order.go), so none is ever passed.
 func (w *Writes) catchUp(c *gin.Context) {
 	var req CatchUpRequest
 	if !bind.JSON(c, w.schemas, "catch-up-request", &req) {
@@ -69,16 +68,17 @@ func (w *Writes) catchUp(c *gin.Context) {
 	if req.Limit != nil {
 		limit = *req.Limit
 	}
+	list := catchUpList(p.AgentID)
 
 	var since, general time.Time
-	after := ""
+	var after *position
 	if req.Cursor != nil {
-		cur, ok := decodeCursor(*req.Cursor, "catch-up")
-		if !ok {
-			render.Problem(c, problem.New(problem.InvalidCursor, "cursor must be a next_cursor a catch-up returned."))
+		var pos position
+		if w.cursors.Open(*req.Cursor, list, &pos) != nil {
+			render.Problem(c, problem.New(problem.InvalidCursor, "cursor must be a next_cursor a catch-up of this agent returned, within a day."))
 			return
 		}
-		since, general, after = time.UnixMicro(cur.Score).UTC(), time.UnixMicro(cur.Floor).UTC(), cur.ID
+		since, general, after = time.UnixMicro(pos.Since).UTC(), time.UnixMicro(pos.Floor).UTC(), &pos
 	} else {
 		switch {
 		case req.Since != nil:
@@ -102,6 +102,12 @@ func (w *Writes) catchUp(c *gin.Context) {
 		}
 	}
 
+	// The horizon first: every post below it is settled, whichever query finds it.
+	settled, err := horizon(db)
+	if err != nil {
+		render.Error(c, err)
+		return
+	}
 	threads, err := recentThreads(db, p.AgentID, general, after, limit+1)
 	if err != nil {
 		render.Error(c, err)
@@ -113,18 +119,36 @@ func (w *Writes) catchUp(c *gin.Context) {
 		return
 	}
 	items := append(threads, replies...)
-	slices.SortFunc(items, func(a, b catchItem) int { return cmp.Compare(a.id, b.id) })
+	slices.SortFunc(items, func(a, b catchItem) int { return compareOrder(a.order, a.id, b.order, b.id) })
 	out := CatchUpResponse{Since: since, Activity: []ActivityItem{}, RelatedReplies: []ActivityItem{}}
-	for i, it := range items {
-		if i == limit {
-			next := encodeCursor(cursor{Sort: "catch-up", Score: since.UnixMicro(), Floor: general.UnixMicro(), ID: items[limit-1].id})
-			out.NextCursor = &next
+	var last *catchItem
+	more := false
+	for i := range items {
+		if i == limit || items[i].order >= settled {
+			// More to come: the page is full, or the next post's transaction may not be the last to
+			// commit below it.
+			more = true
 			break
 		}
+		it := &items[i]
 		if it.related {
 			out.RelatedReplies = append(out.RelatedReplies, it.item)
 		} else {
 			out.Activity = append(out.Activity, it.item)
+		}
+		last = it
+	}
+	if more {
+		next := position{Since: since.UnixMicro(), Floor: general.UnixMicro()}
+		switch {
+		case last != nil:
+			next.Order, next.ID = last.order.String(), last.id
+		case after != nil:
+			next.Order, next.ID = after.Order, after.ID
+		}
+		if out.NextCursor, err = seal(w.cursors, list, next); err != nil {
+			render.Error(c, err)
+			return
 		}
 	}
 	render.JSON(c, http.StatusOK, out)
@@ -132,6 +156,7 @@ func (w *Writes) catchUp(c *gin.Context) {
 
 type catchItem struct {
 	id      string
+	order   commitOrder
 	related bool
 	item    ActivityItem
 }
@@ -159,18 +184,33 @@ func lastAuthored(db *gorm.DB, agentID string, now time.Time) (time.Time, error)
 	return last.UTC(), nil
 }
 
-// recentThreads are threads by others created at or after from, after the cursor's id.
-func recentThreads(db *gorm.DB, agentID string, from time.Time, after string, limit int) ([]catchItem, error) {
-	q := db.Where("author_id <> ? AND created_at >= ?", agentID, from)
-	if after != "" {
-		q = q.Where("id > ?", after)
+// recentThreads are threads by others created at or after from, after the cursor's position, in
+// commit order.
+func recentThreads(db *gorm.DB, agentID string, from time.Time, after *position, limit int) ([]catchItem, error) {
+	q := db.Table("forum_threads").Select("forum_threads.*, "+orderColumn(db, "forum_threads")+" AS commit_order").
+		Where("author_id <> ? AND created_at >= ?", agentID, from)
+	if after != nil {
+		o, err := parseOrder(after.Order)
+		if err != nil {
+			return nil, err
+		}
+		cond, args := afterPosition(db, "forum_threads", o, after.ID)
+		q = q.Where(cond, args...)
 	}
-	var rows []threadRow
-	if err := q.Order("id ASC").Limit(limit).Find(&rows).Error; err != nil {
+	var rows []struct {
+		Thread      threadRow `gorm:"embedded"`
+		CommitOrder string
+	}
+	if err := q.Order(orderBy(db, "forum_threads")).Limit(limit).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read recent threads: %w", err)
 	}
 	out := make([]catchItem, 0, len(rows))
-	for _, row := range rows {
+	for _, rr := range rows {
+		row := rr.Thread
+		o, err := parseOrder(rr.CommitOrder)
+		if err != nil {
+			return nil, err
+		}
 		it := ActivityItem{Kind: KindThread, ThreadID: row.ID, Trust: Untrusted,
 			Author: Author{AgentID: row.AuthorID, Handle: row.AuthorHandle}, CreatedAt: row.CreatedAt.UTC()}
 		if row.TombstonedAt != nil {
@@ -179,37 +219,48 @@ func recentThreads(db *gorm.DB, agentID string, from time.Time, after string, li
 		} else {
 			it.Title, it.BodyMarkdown = &row.Title, &row.BodyMarkdown
 		}
-		out = append(out, catchItem{id: row.ID, item: it})
+		out = append(out, catchItem{id: row.ID, order: o, item: it})
 	}
 	return out, nil
 }
 
 // recentReplies are replies by others: those to the agent's threads or replies back to since
-// (related), the others back to from (general activity), after the cursor's id.
-func recentReplies(db *gorm.DB, agentID string, since, from time.Time, after string, limit int) ([]catchItem, error) {
+// (related), the others back to from (general activity), after the cursor's position, in commit
+// order.
+func recentReplies(db *gorm.DB, agentID string, since, from time.Time, after *position, limit int) ([]catchItem, error) {
 	cursorClause, args := "", []any{agentID, agentID, agentID, since, agentID, agentID, from}
-	if after != "" {
-		cursorClause = " AND r.id > ?"
-		args = append(args, after)
+	if after != nil {
+		o, err := parseOrder(after.Order)
+		if err != nil {
+			return nil, err
+		}
+		cond, cargs := afterPosition(db, "r", o, after.ID)
+		cursorClause = " AND " + cond
+		args = append(args, cargs...)
 	}
 	args = append(args, limit)
 	var rows []struct {
-		Reply   replyRow `gorm:"embedded"`
-		Related bool
+		Reply       replyRow `gorm:"embedded"`
+		Related     bool
+		CommitOrder string
 	}
-	err := db.Raw(`SELECT r.*, (t.author_id = ? OR COALESCE(p.author_id, '') = ?) AS related
+	err := db.Raw(`SELECT r.*, (t.author_id = ? OR COALESCE(p.author_id, '') = ?) AS related, `+orderColumn(db, "r")+` AS commit_order
 FROM forum_replies r
 JOIN forum_threads t ON t.id = r.thread_id
 LEFT JOIN forum_replies p ON p.id = r.parent_reply_id
 WHERE r.author_id <> ?
   AND ((r.created_at >= ? AND (t.author_id = ? OR COALESCE(p.author_id, '') = ?)) OR r.created_at >= ?)`+cursorClause+`
-ORDER BY r.id ASC LIMIT ?`, args...).Scan(&rows).Error
+ORDER BY `+orderBy(db, "r")+` LIMIT ?`, args...).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("read recent replies: %w", err)
 	}
 	out := make([]catchItem, 0, len(rows))
 	for _, rr := range rows {
 		row := rr.Reply
+		o, err := parseOrder(rr.CommitOrder)
+		if err != nil {
+			return nil, err
+		}
 		id := row.ID
 		it := ActivityItem{Kind: KindReply, ThreadID: row.ThreadID, ReplyID: &id, ParentReplyID: row.ParentReplyID,
 			Trust: Untrusted, Author: Author{AgentID: row.AuthorID, Handle: row.AuthorHandle}, CreatedAt: row.CreatedAt.UTC()}
@@ -219,7 +270,7 @@ ORDER BY r.id ASC LIMIT ?`, args...).Scan(&rows).Error
 		} else {
 			it.BodyMarkdown = &row.BodyMarkdown
 		}
-		out = append(out, catchItem{id: row.ID, related: rr.Related, item: it})
+		out = append(out, catchItem{id: row.ID, order: o, related: rr.Related, item: it})
 	}
 	return out, nil
 }

@@ -3,15 +3,12 @@ package forum
 import (
 	"fmt"
 
+	"github.com/svcforum/svc/contracts/privatekey"
 	"github.com/svcforum/svc/contracts/problem"
 )
 
-// checkPost applies the content policy (400 content_policy_violation) to a post's text, and refuses
-// attachments until the media module accepts uploads (422).
-func checkPost(title *string, body string, declaredModel *string, attachments int) *problem.Problem {
-	if attachments > 0 {
-		return invalid("/attachments", "unavailable", "attachments are not accepted yet: this deployment has no media uploads; send the post without them")
-	}
+// checkPost applies the content policy (400 content_policy_violation) to a post's text.
+func checkPost(title *string, body string, declaredModel *string) *problem.Problem {
 	if title != nil {
 		if p := policy("/title", *title, false); p != nil {
 			return p
@@ -26,8 +23,12 @@ func checkPost(title *string, body string, declaredModel *string, attachments in
 	return nil
 }
 
-// policy refuses text that breaks the content policy, naming the member and never echoing the text.
+// policy refuses text that holds a private key (422 private_key_refused: it is never stored, and the
+// problem never echoes it), or that breaks the content policy (400), naming the member.
 func policy(pointer, s string, multiline bool) *problem.Problem {
+	if privatekey.In(s) {
+		return problem.Newf(problem.PrivateKeyRefused, "%s holds a private key. Private keys are never accepted, in any form or place: remove it (and treat it as exposed: make a new one).", pointer).With("pointer", pointer)
+	}
 	if reason, ok := CheckText(s, multiline); !ok {
 		return problem.Newf(problem.ContentPolicyViolation, "%s %s.", pointer, reason).With("pointer", pointer)
 	}

@@ -113,10 +113,10 @@ func TestContractForumResponsesMatchSchemas(t *testing.T) {
 	refs := []forum.Reference{{ReferenceType: "cites", TargetKind: forum.KindReply, TargetID: ctReplyID}}
 	thread := forum.Thread{ID: ctThreadID, CategoryID: ctCategoryID, CategorySlug: "cooking", Trust: forum.Untrusted,
 		Author: author, Title: &title, BodyMarkdown: &body, Intent: "discussion", References: refs,
-		CreatedAt: now, LastActivity: now}
+		Attachments: []forum.Attachment{ctAttachment(true)}, CreatedAt: now, LastActivity: now}
 	at := now.Add(time.Hour)
 	tombstoned := forum.Thread{ID: ctThreadID, CategoryID: ctCategoryID, CategorySlug: "cooking", Trust: forum.Untrusted,
-		Author: author, Intent: "question", References: []forum.Reference{}, Tombstoned: true, TombstonedAt: &at,
+		Author: author, Intent: "question", References: []forum.Reference{}, Attachments: []forum.Attachment{}, Tombstoned: true, TombstonedAt: &at,
 		CreatedAt: now, LastActivity: now}
 	ctValid(t, "thread", thread)
 	ctValid(t, "thread", tombstoned)
@@ -125,12 +125,16 @@ func TestContractForumResponsesMatchSchemas(t *testing.T) {
 	ctValid(t, "thread-list", forum.ThreadList{Category: cat, Sort: "newest", Threads: []forum.Thread{}})
 
 	reply := forum.Reply{ID: ctReplyID, ThreadID: ctThreadID, ParentReplyID: &parent, Trust: forum.Untrusted, Author: author,
-		BodyMarkdown: &body, Intent: "answer", References: []forum.Reference{}, CreatedAt: now}
+		BodyMarkdown: &body, Intent: "answer", References: []forum.Reference{}, Attachments: []forum.Attachment{ctAttachment(false)}, CreatedAt: now}
 	gone := forum.Reply{ID: ctReplyID, ThreadID: ctThreadID, Trust: forum.Untrusted, Author: author, Intent: "answer",
-		References: []forum.Reference{}, Tombstoned: true, TombstonedAt: &at, CreatedAt: now}
+		References: []forum.Reference{}, Attachments: []forum.Attachment{}, Tombstoned: true, TombstonedAt: &at, CreatedAt: now}
 	ctValid(t, "reply", reply)
 	ctValid(t, "reply", gone)
 	ctValid(t, "reply-list", forum.ReplyList{ThreadID: ctThreadID, Replies: []forum.Reply{reply, gone}, NextCursor: &next})
+	ctValid(t, "managed-attachments-response", forum.ManagedAttachmentsResponse{TargetKind: forum.KindThread, TargetID: ctThreadID,
+		Attachments: []forum.Attachment{ctAttachment(true), ctAttachment(false)}, Charge: charge})
+	ctValid(t, "managed-attachments-response", forum.ManagedAttachmentsResponse{TargetKind: forum.KindReply, TargetID: ctReplyID,
+		Attachments: []forum.Attachment{}, Charge: charge})
 
 	// The forum's problems stay valid problems, with the status the catalog gives them.
 	for code, status := range map[problem.Code]int{problem.ContentPolicyViolation: 400, problem.CategoryNotOpen: 403,
@@ -178,10 +182,24 @@ func ctTool(tool *string) string {
 func ctParamRefs(op ctOperation) []string {
 	var out []string
 	for _, p := range op.Parameters {
+		if p["in"] == "path" {
+			continue // the path's own parameters, checked against the path
+		}
 		ref, _ := p["$ref"].(string)
 		out = append(out, strings.TrimPrefix(ref, "#/components/parameters/"))
 	}
 	return out
+}
+
+// ctAgentPath writes a gin path of the agent plane (":thread_id") as OpenAPI does ("{thread_id}").
+func ctAgentPath(p string) string {
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		if strings.HasPrefix(s, ":") {
+			parts[i] = "{" + s[1:] + "}"
+		}
+	}
+	return strings.Join(parts, "/")
 }
 
 func ctResponseSchema(t *testing.T, where string, op ctOperation, status, want string) {
@@ -265,6 +283,12 @@ var ctAgentRoutes = map[string]ctAgentWant{
 		[]string{"bad_request"}, []string{"content_tombstoned"}, []string{"not_found"}, nil, nil),
 	forum.TombstonePath: ctWrite("tombstone", "", "tombstone-request", "tombstone-response",
 		[]string{"bad_request"}, []string{"content_tombstoned", "not_author"}, []string{"not_found"}, nil, nil),
+	forum.ThreadAttachmentsPath: ctWrite("manageThreadAttachments", "manage_thread_attachments", "manage-thread-attachments-request",
+		"managed-attachments-response", []string{"content_policy_violation"}, []string{"content_tombstoned", "category_not_open", "not_author"},
+		[]string{"not_found", "asset_not_found"}, []string{"asset_not_ready"}, []string{"cover"}),
+	forum.ReplyAttachmentsPath: ctWrite("manageReplyAttachments", "manage_reply_attachments", "manage-reply-attachments-request",
+		"managed-attachments-response", []string{"content_policy_violation"}, []string{"content_tombstoned", "category_not_open", "not_author"},
+		[]string{"not_found", "asset_not_found"}, []string{"asset_not_ready"}, nil),
 	// Checked only while the forum mounts it.
 	"/activity/catch-up": {id: "catchUp", tool: "catch_up", req: "catch-up-request", resp: "catch-up-response", codes: map[string][]string{
 		"400":     append(slices.Clone(ctSig400), "bad_request", "invalid_cursor"),
@@ -286,7 +310,7 @@ var ctAgentRoutes = map[string]ctAgentWant{
 func TestContractForumOpenAPIAgentRoutes(t *testing.T) {
 	var doc ctDoc
 	ctReadJSON(t, "openapi/agent.json", &doc)
-	routes := forum.NewWrites(nil, nil, nil, nil).Routes()
+	routes := forum.NewWrites(nil, nil, nil, nil, nil, nil).Routes()
 	if routes.Module != forum.ID || routes.Plane != plugin.Agent {
 		t.Fatalf("routes of module %q on plane %q", routes.Module, routes.Plane)
 	}
@@ -294,7 +318,7 @@ func TestContractForumOpenAPIAgentRoutes(t *testing.T) {
 	mounted := map[string]plugin.AgentRoute{}
 	for _, r := range routes.Agent {
 		mounted[r.Path] = r
-		path := plugin.AgentPrefix + r.Path
+		path := plugin.AgentPrefix + ctAgentPath(r.Path)
 		item, ok := doc.Paths[path]
 		if !ok {
 			t.Errorf("agent.json has no %s, which the forum mounts", path)
@@ -401,13 +425,13 @@ type ctReadWant struct {
 
 // ctReadPaths are the read plane of WIRE.md section 7, as openapi.json names them.
 var ctReadPaths = map[string]ctReadWant{
-	"/api/v1/categories":                  {"listCategories", "category-list", []string{"IfNoneMatch"}, []string{"406", "default"}},
-	"/api/v1/categories/{slug}":           {"getCategory", "category", []string{"Slug", "IfNoneMatch"}, []string{"404", "406", "default"}},
-	"/api/v1/categories/{slug}/threads":   {"listCategoryThreads", "thread-list", []string{"Slug", "Sort", "Limit", "Cursor", "IfNoneMatch"}, []string{"400", "404", "406", "default"}},
-	"/api/v1/threads/{thread_id}":         {"getThread", "thread", []string{"ThreadId", "IfNoneMatch"}, []string{"404", "406", "default"}},
-	"/api/v1/threads/{thread_id}/replies": {"listThreadReplies", "reply-list", []string{"ThreadId", "Limit", "Cursor", "IfNoneMatch"}, []string{"400", "404", "406", "default"}},
-	"/api/v1/replies/{reply_id}":          {"getReply", "reply", []string{"ReplyId", "IfNoneMatch"}, []string{"404", "406", "default"}},
-	"/api/v1/search":                      {"search", "search-result", []string{"Query", "Limit", "Cursor", "IfNoneMatch"}, []string{"400", "406", "default"}},
+	"/api/v1/categories":                  {"listCategories", "category-list", []string{"IfNoneMatch"}, []string{"406", "429", "503", "default"}},
+	"/api/v1/categories/{slug}":           {"getCategory", "category", []string{"Slug", "IfNoneMatch"}, []string{"404", "406", "429", "503", "default"}},
+	"/api/v1/categories/{slug}/threads":   {"listCategoryThreads", "thread-list", []string{"Slug", "Sort", "Limit", "Cursor", "IfNoneMatch"}, []string{"400", "404", "406", "429", "503", "default"}},
+	"/api/v1/threads/{thread_id}":         {"getThread", "thread", []string{"ThreadId", "IfNoneMatch"}, []string{"404", "406", "429", "503", "default"}},
+	"/api/v1/threads/{thread_id}/replies": {"listThreadReplies", "reply-list", []string{"ThreadId", "Limit", "Cursor", "IfNoneMatch"}, []string{"400", "404", "406", "429", "503", "default"}},
+	"/api/v1/replies/{reply_id}":          {"getReply", "reply", []string{"ReplyId", "IfNoneMatch"}, []string{"404", "406", "429", "503", "default"}},
+	"/api/v1/search":                      {"search", "search-result", []string{"Query", "Limit", "Cursor", "IfNoneMatch"}, []string{"400", "406", "429", "503", "default"}},
 }
 
 // ctOpenAPIPath turns a gin route of the read plane into its OpenAPI path.
@@ -428,7 +452,7 @@ func ctOpenAPIPath(route string) string {
 func TestContractForumOpenAPIReadPlane(t *testing.T) {
 	var doc ctDoc
 	ctReadJSON(t, "openapi.json", &doc)
-	routes := forum.NewReads(nil).Routes()
+	routes := forum.NewReads(plugin.ReadDB{}, nil, nil).Routes()
 	if routes.Module != forum.ID || routes.Plane != plugin.Public || routes.Mount == nil {
 		t.Fatalf("read routes of module %q on plane %q", routes.Module, routes.Plane)
 	}
@@ -494,6 +518,14 @@ func TestContractForumOpenAPIReadPlane(t *testing.T) {
 			case "404":
 				if !strings.Contains(desc, "not_found") {
 					t.Errorf("%s: the 404 response does not name not_found", path)
+				}
+			case "429":
+				if !strings.Contains(desc, "rate_limited") {
+					t.Errorf("%s: the 429 response does not name rate_limited", path)
+				}
+			case "503":
+				if !strings.Contains(desc, "not_ready") {
+					t.Errorf("%s: the 503 response does not name not_ready", path)
 				}
 			}
 			ctCheckMentions(t, path+" "+status, desc)
@@ -613,4 +645,12 @@ func TestContractForumSkillChapters(t *testing.T) {
 		}
 	}
 	ctCheckMentions(t, "SKILL.md", skill)
+}
+
+// ctAttachment is an image as the read plane shows it.
+func ctAttachment(cover bool) forum.Attachment {
+	caption := "Day two"
+	return forum.Attachment{AssetID: ctReplyID, AltText: "A bowl of soup", Caption: &caption, IsCover: cover, ContentType: "image/jpeg",
+		Width: 1200, Height: 2400, Display: forum.ImageURL{URL: "https://svc.example/media/" + ctReplyID + "/display", Width: 800, Height: 1600},
+		Thumb: forum.ImageURL{URL: "https://svc.example/media/" + ctReplyID + "/thumb", Width: 200, Height: 400}}
 }

@@ -1,10 +1,10 @@
 package forum_test
 
 // The harness of the forum's own tests: a fresh database of each dialect with only the forum's
-// migrations, a settable clock, a recording test double of port.Meter, the module's components, and a
-// gin engine that mounts the signed write routes under plugin.AgentPrefix behind a stand-in for the
-// guard that only sets the principal, and the public read routes beside them. Requests are served
-// in-process through httptest.NewRecorder.
+// migrations, and the module's components on the shared test kit (testkit): a settable clock, the
+// recording test double of port.Meter, and an engine that mounts the signed write routes under
+// plugin.AgentPrefix behind the kit's stand-in guard, which only sets the principal, and the public read
+// routes beside them. Requests are served in-process.
 //
 // Why a test double of the meter rather than billing's Meter: the forum must not import another
 // module, and what these tests check is the forum's side of the contract: that each write charges once,
@@ -23,7 +23,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,13 +30,14 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/svcforum/svc/contracts/cursor"
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
-	"github.com/svcforum/svc/contracts/render"
 	"github.com/svcforum/svc/contracts/schema"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/forum"
+	"github.com/svcforum/svc/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -45,153 +45,63 @@ func TestMain(m *testing.M) {
 	dbtest.Main(m)
 }
 
-// ftSchemas are the published schemas, which the responses must validate against.
-var ftSchemas = schema.Published()
-
-// ftT0 is where every test's clock starts: 2026-01-01T00:00:00Z.
-var ftT0 = time.Unix(1767225600, 0).UTC()
-
-// ftClock is a settable port.Clock.
-type ftClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *ftClock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *ftClock) Set(t time.Time)     { c.mu.Lock(); c.now = t; c.mu.Unlock() }
-func (c *ftClock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
-
-var _ port.Clock = (*ftClock)(nil)
-
-// ftChargeRow is the row the meter double writes on the write's own transaction for each charge it
-// accepts: it exists exactly when the write committed.
-type ftChargeRow struct {
-	ID             string `gorm:"primaryKey;size:36"`
-	AgentID        string `gorm:"size:36"`
-	OrgID          string `gorm:"size:36"`
-	Operation      string `gorm:"size:32"`
-	ResourceID     string `gorm:"size:64"`
-	IdempotencyKey string `gorm:"size:128"`
-	PricingVersion string `gorm:"size:64"`
-	MaxCreditCost  int64
-}
-
-func (ftChargeRow) TableName() string { return "forumtest_charges" }
-
-// ftCall is one call of the meter double, as it received it.
-type ftCall struct {
-	Principal port.Principal
-	Charge    port.Charge
-	Refused   bool
-}
-
-// ftMeter is a recording test double of port.Meter (see the comment at the top of this file).
-type ftMeter struct {
-	mu     sync.Mutex
-	price  int64
-	calls  []ftCall
-	refuse *problem.Problem
-}
-
-var _ port.Meter = (*ftMeter)(nil)
-
-func (m *ftMeter) Charge(ctx context.Context, tx *gorm.DB, p port.Principal, c port.Charge) (port.Receipt, error) {
-	m.mu.Lock()
-	refuse, price := m.refuse, m.price
-	m.calls = append(m.calls, ftCall{Principal: p, Charge: c, Refused: refuse != nil})
-	m.mu.Unlock()
-	if refuse != nil {
-		cp := *refuse
-		return port.Receipt{}, &cp
+// ftCursors is the cursor codec of a test, on its clock.
+func ftCursors(t testing.TB, clock port.Clock) *cursor.Codec {
+	t.Helper()
+	c, err := cursor.New([][]byte{[]byte("forum test cursor key, 32 bytes or more")}, clock.Now)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if price > c.Billing.MaxCreditCost {
-		return port.Receipt{}, problem.New(problem.PriceExceedsCap, "The effective price exceeds max_credit_cost.").With("effective_price", price)
-	}
-	row := ftChargeRow{ID: uuid.Must(uuid.NewV7()).String(), AgentID: p.AgentID, OrgID: p.OrgID, Operation: c.Operation,
-		ResourceID: c.ResourceID, IdempotencyKey: c.IdempotencyKey, PricingVersion: c.Billing.PricingVersion,
-		MaxCreditCost: c.Billing.MaxCreditCost}
-	if err := tx.Create(&row).Error; err != nil {
-		return port.Receipt{}, fmt.Errorf("record test charge: %w", err)
-	}
-	return port.Receipt{UsageEventID: row.ID, Price: price, PricingVersion: c.Billing.PricingVersion, Balance: 1000}, nil
-}
-
-// ftRefuse makes every later charge fail with p (nil: accept again).
-func (m *ftMeter) ftRefuse(p *problem.Problem) {
-	m.mu.Lock()
-	m.refuse = p
-	m.mu.Unlock()
-}
-
-// ftCalls returns the calls so far.
-func (m *ftMeter) ftCalls() []ftCall {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]ftCall(nil), m.calls...)
+	return c
 }
 
 // ftWorld is one test's database and the forum's components on it.
 type ftWorld struct {
 	dialect string
 	db      *gorm.DB
-	clock   *ftClock
-	meter   *ftMeter
+	clock   *testkit.Clock
+	meter   *testkit.Meter
 	cats    *forum.Categories
 	writes  *forum.Writes
 	reads   *forum.Reads
 	engine  *gin.Engine
+	assets  port.Assets // nil: a deployment without the media module
 }
 
 func ftNewWorld(t testing.TB, dialect string) *ftWorld {
 	t.Helper()
+	return ftNewWorldWith(t, dialect, nil)
+}
+
+// ftNewWorldWith is a world whose forum resolves attachments through assets (a deployment with media).
+func ftNewWorldWith(t testing.TB, dialect string, assets port.Assets) *ftWorld {
+	t.Helper()
 	db := dbtest.Open(t, dialect, forum.Migrations())
-	if err := db.AutoMigrate(&ftChargeRow{}); err != nil {
+	if err := db.AutoMigrate(&testkit.ChargeRow{}); err != nil {
 		t.Fatal(err)
 	}
-	w := &ftWorld{dialect: dialect, db: db, clock: &ftClock{now: ftT0}, meter: &ftMeter{price: 1}}
+	w := &ftWorld{dialect: dialect, db: db, clock: testkit.NewClock(testkit.T0), meter: testkit.NewMeter(1), assets: assets}
 	w.cats = forum.NewCategories(db, w.clock)
-	w.writes = forum.NewWrites(db, w.clock, w.meter, schema.Published())
-	w.reads = forum.NewReads(db)
+	w.writes = forum.NewWrites(db, w.clock, w.meter, schema.Published(), ftCursors(t, w.clock), w.assets)
+	w.reads = forum.NewReads(plugin.ReadDB{DB: db}, ftCursors(t, w.clock), w.assets)
 	w.engine = ftMount(t, w.writes, w.reads)
 	return w
 }
 
-// The headers through which a test names the principal its agent-plane request runs as; in the host,
-// the guard sets it from the verified signature.
-const (
-	ftHdrAgent  = "X-Ft-Agent-Id"
-	ftHdrOrg    = "X-Ft-Org-Id"
-	ftHdrHandle = "X-Ft-Handle"
-)
-
-// ftMount builds a gin engine with the read plane's public routes, and the write routes under the
-// agent prefix behind a middleware that puts the principal named by the test headers into the
-// context.
+// ftMount builds the test kit's engine with the read plane's public routes, and the write routes under
+// the agent prefix behind the kit's stand-in guard.
 func ftMount(t testing.TB, wr *forum.Writes, rd *forum.Reads) *gin.Engine {
 	t.Helper()
-	gin.SetMode(gin.ReleaseMode)
-	g := gin.New()
-	g.RedirectTrailingSlash, g.RedirectFixedPath = false, false
-	g.ContextWithFallback = true
-	if err := g.SetTrustedProxies(nil); err != nil {
-		t.Fatal(err)
-	}
-	g.Use(func(c *gin.Context) { render.SetRequestID(c, "test-request"); c.Next() })
-	g.Use(gin.CustomRecovery(func(c *gin.Context, _ any) { c.AbortWithStatus(http.StatusInternalServerError) }))
+	g := testkit.Engine(t)
 	pub := rd.Routes()
-	if pub.Plane != plugin.Public || pub.Mount == nil || pub.Module != forum.ID {
-		t.Fatalf("read routes: %+v", pub)
+	if pub.Module != forum.ID {
+		t.Fatalf("read routes of module %q", pub.Module)
 	}
-	pub.Mount(g)
+	testkit.MountPublic(t, g, pub)
 	agent := wr.Routes()
 	if agent.Plane != plugin.Agent || agent.Module != forum.ID {
 		t.Fatalf("write routes: %+v", agent)
 	}
-	group := g.Group(plugin.AgentPrefix, func(c *gin.Context) {
-		p := port.Principal{AgentID: c.GetHeader(ftHdrAgent), OrgID: c.GetHeader(ftHdrOrg), KeyID: "test-key", Handle: c.GetHeader(ftHdrHandle)}
-		c.Request = c.Request.WithContext(port.WithPrincipal(c.Request.Context(), p))
-		c.Next()
-	})
 	// The five metered writes are declared as writes, so that the guard makes them idempotent and
 	// refuses them while writes are frozen.
 	writes := map[string]bool{forum.ThreadsPath: false, forum.RepliesPath: false, forum.VotesPath: false, forum.ClearPath: false, forum.TombstonePath: false}
@@ -202,13 +112,13 @@ func ftMount(t testing.TB, wr *forum.Writes, rd *forum.Reads) *gin.Engine {
 			}
 			writes[r.Path] = true
 		}
-		group.Handle(r.Method, r.Path, r.Handlers...)
 	}
 	for path, found := range writes {
 		if !found {
 			t.Fatalf("no write route %s", path)
 		}
 	}
+	testkit.MountAgent(t, g, plugin.ChannelEdge, []gin.HandlerFunc{testkit.StandInGuard}, agent.Agent)
 	return g
 }
 
@@ -225,42 +135,7 @@ func ftNewAgent(handle string) ftAgent {
 // ftID returns a lowercase UUIDv7.
 func ftID() string { return uuid.Must(uuid.NewV7()).String() }
 
-// ftResult is a response as the tests read it.
-type ftResult struct {
-	Status int
-	Header http.Header
-	Body   []byte
-	Code   string // the problem's code, if the body is a problem
-}
-
-func (r ftResult) json(t testing.TB) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.Body, &m); err != nil {
-		t.Fatalf("body %q: %v", r.Body, err)
-	}
-	return m
-}
-
-// ftDecode decodes r's body into v.
-func (r ftResult) decode(t testing.TB, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.Body, v); err != nil {
-		t.Fatalf("body %q: %v", r.Body, err)
-	}
-}
-
-func (w *ftWorld) serve(req *http.Request) ftResult {
-	rec := httptest.NewRecorder()
-	w.engine.ServeHTTP(rec, req)
-	r := ftResult{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
-	if rec.Header().Get("Content-Type") == problem.ContentType {
-		var p struct{ Code string }
-		_ = json.Unmarshal(r.Body, &p)
-		r.Code = p.Code
-	}
-	return r
-}
+func (w *ftWorld) serve(req *http.Request) testkit.Result { return testkit.Serve(w.engine, req) }
 
 // ftMarshal encodes a request body: bytes and strings as they are, anything else as JSON.
 func ftMarshal(t testing.TB, body any) []byte {
@@ -284,20 +159,17 @@ func ftRequest(a ftAgent, path string, raw []byte) *http.Request {
 	req := httptest.NewRequest(http.MethodPost, plugin.AgentPrefix+path, bytes.NewReader(raw))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", "ft-"+ftID())
-	req.Header.Set(ftHdrAgent, a.ID)
-	req.Header.Set(ftHdrOrg, a.Org)
-	req.Header.Set(ftHdrHandle, a.Handle)
-	return req
+	return testkit.As(req, port.Principal{AgentID: a.ID, OrgID: a.Org, Handle: a.Handle})
 }
 
 // post serves a write of body to path as a.
-func (w *ftWorld) post(t testing.TB, a ftAgent, path string, body any) ftResult {
+func (w *ftWorld) post(t testing.TB, a ftAgent, path string, body any) testkit.Result {
 	t.Helper()
 	return w.serve(ftRequest(a, path, ftMarshal(t, body)))
 }
 
 // get serves a GET of target (a full path with its query) on the public plane.
-func (w *ftWorld) get(target string, hdr ...string) ftResult {
+func (w *ftWorld) get(target string, hdr ...string) testkit.Result {
 	req := httptest.NewRequest(http.MethodGet, target, nil)
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
@@ -305,20 +177,8 @@ func (w *ftWorld) get(target string, hdr ...string) ftResult {
 	return w.serve(req)
 }
 
-// ftExpect fails unless r has status and problem code ("" for a success). A problem must validate
-// against the published problem schema.
-func ftExpect(t testing.TB, r ftResult, status int, code string) {
-	t.Helper()
-	if r.Status != status || r.Code != code {
-		t.Fatalf("got %d %q, want %d %q; body %s", r.Status, r.Code, status, code, ftShort(r.Body))
-	}
-	if code != "" {
-		ftValid(t, "problem", r.Body)
-	}
-}
-
 // ftPointers returns the pointers a problem names: the entries of errors (422) and its own pointer.
-func ftPointers(t testing.TB, r ftResult) []string {
+func ftPointers(t testing.TB, r testkit.Result) []string {
 	t.Helper()
 	var p struct {
 		Pointer *string `json:"pointer"`
@@ -327,7 +187,7 @@ func ftPointers(t testing.TB, r ftResult) []string {
 			Code    string `json:"code"`
 		} `json:"errors"`
 	}
-	r.decode(t, &p)
+	r.Decode(t, &p)
 	var out []string
 	if p.Pointer != nil {
 		out = append(out, *p.Pointer)
@@ -339,50 +199,35 @@ func ftPointers(t testing.TB, r ftResult) []string {
 }
 
 // ftExpectAt fails unless r has status and code and names pointer.
-func ftExpectAt(t testing.TB, r ftResult, status int, code, pointer string) {
+func ftExpectAt(t testing.TB, r testkit.Result, status int, code, pointer string) {
 	t.Helper()
-	ftExpect(t, r, status, code)
+	testkit.Expect(t, r, status, code)
 	for _, p := range ftPointers(t, r) {
 		if p == pointer {
 			return
 		}
 	}
-	t.Fatalf("problem %s names the pointers %q, want %q; body %s", r.Code, ftPointers(t, r), pointer, ftShort(r.Body))
+	t.Fatalf("problem %s names the pointers %q, want %q; body %s", r.Code, ftPointers(t, r), pointer, testkit.Short(r.Body))
 }
 
 // ftExpect422 fails unless r is a 422 validation_failed naming pointer; a non-empty keyword must be
 // the code of that entry.
-func ftExpect422(t testing.TB, r ftResult, pointer, keyword string) {
+func ftExpect422(t testing.TB, r testkit.Result, pointer, keyword string) {
 	t.Helper()
-	ftExpect(t, r, http.StatusUnprocessableEntity, string(problem.ValidationFailed))
+	testkit.Expect(t, r, http.StatusUnprocessableEntity, string(problem.ValidationFailed))
 	var p struct {
 		Errors []struct {
 			Pointer string `json:"pointer"`
 			Code    string `json:"code"`
 		} `json:"errors"`
 	}
-	r.decode(t, &p)
+	r.Decode(t, &p)
 	for _, e := range p.Errors {
 		if e.Pointer == pointer && (keyword == "" || e.Code == keyword) {
 			return
 		}
 	}
-	t.Fatalf("422 lacks %s (%s); body %s", pointer, keyword, ftShort(r.Body))
-}
-
-// ftValid fails unless raw validates against the published schema name.
-func ftValid(t testing.TB, name string, raw []byte) {
-	t.Helper()
-	if err := ftSchemas.Validate(name, raw); err != nil {
-		t.Fatalf("response does not match the %s schema: %v\n%s", name, err, ftShort(raw))
-	}
-}
-
-func ftShort(b []byte) string {
-	if len(b) > 600 {
-		return string(b[:600]) + fmt.Sprintf("... (%d bytes)", len(b))
-	}
-	return string(b)
+	t.Fatalf("422 lacks %s (%s); body %s", pointer, keyword, testkit.Short(r.Body))
 }
 
 // ftBilling is the billing declaration every write of these tests sends.
@@ -450,10 +295,10 @@ func ftTargetBody(kind, id, value string) map[string]any {
 func (w *ftWorld) ftThread(t testing.TB, a ftAgent, category string, mods ...func(map[string]any)) string {
 	t.Helper()
 	r := w.post(t, a, forum.ThreadsPath, ftThreadBody(category, mods...))
-	ftExpect(t, r, http.StatusOK, "")
-	ftValid(t, "created-thread-response", r.Body)
+	testkit.Expect(t, r, http.StatusOK, "")
+	testkit.Valid(t, "created-thread-response", r.Body)
 	var out forum.CreatedThreadResponse
-	r.decode(t, &out)
+	r.Decode(t, &out)
 	return out.ThreadID
 }
 
@@ -461,10 +306,10 @@ func (w *ftWorld) ftThread(t testing.TB, a ftAgent, category string, mods ...fun
 func (w *ftWorld) ftReply(t testing.TB, a ftAgent, thread, parent string, mods ...func(map[string]any)) string {
 	t.Helper()
 	r := w.post(t, a, forum.RepliesPath, ftReplyBody(thread, parent, mods...))
-	ftExpect(t, r, http.StatusOK, "")
-	ftValid(t, "created-reply-response", r.Body)
+	testkit.Expect(t, r, http.StatusOK, "")
+	testkit.Valid(t, "created-reply-response", r.Body)
 	var out forum.CreatedReplyResponse
-	r.decode(t, &out)
+	r.Decode(t, &out)
 	return out.ReplyID
 }
 
@@ -476,10 +321,10 @@ func (w *ftWorld) ftVote(t testing.TB, a ftAgent, kind, id, value string) forum.
 		path = forum.ClearPath
 	}
 	r := w.post(t, a, path, ftTargetBody(kind, id, value))
-	ftExpect(t, r, http.StatusOK, "")
-	ftValid(t, "vote-response", r.Body)
+	testkit.Expect(t, r, http.StatusOK, "")
+	testkit.Valid(t, "vote-response", r.Body)
 	var out forum.VoteResponse
-	r.decode(t, &out)
+	r.Decode(t, &out)
 	return out
 }
 
@@ -487,26 +332,26 @@ func (w *ftWorld) ftVote(t testing.TB, a ftAgent, kind, id, value string) forum.
 func (w *ftWorld) ftTombstone(t testing.TB, a ftAgent, kind, id string) forum.TombstoneResponse {
 	t.Helper()
 	r := w.post(t, a, forum.TombstonePath, ftTargetBody(kind, id, ""))
-	ftExpect(t, r, http.StatusOK, "")
-	ftValid(t, "tombstone-response", r.Body)
+	testkit.Expect(t, r, http.StatusOK, "")
+	testkit.Valid(t, "tombstone-response", r.Body)
 	var out forum.TombstoneResponse
-	r.decode(t, &out)
+	r.Decode(t, &out)
 	return out
 }
 
 // ftRead GETs target, expects a 200 that validates against schemaName, and decodes it into v.
-func (w *ftWorld) ftRead(t testing.TB, target, schemaName string, v any) ftResult {
+func (w *ftWorld) ftRead(t testing.TB, target, schemaName string, v any) testkit.Result {
 	t.Helper()
 	r := w.get(target)
-	ftExpect(t, r, http.StatusOK, "")
+	testkit.Expect(t, r, http.StatusOK, "")
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		t.Fatalf("%s: Content-Type %q", target, ct)
 	}
 	if schemaName != "" {
-		ftValid(t, schemaName, r.Body)
+		testkit.Valid(t, schemaName, r.Body)
 	}
 	if v != nil {
-		r.decode(t, v)
+		r.Decode(t, v)
 	}
 	return r
 }
@@ -541,7 +386,7 @@ func (w *ftWorld) ftCount(t testing.TB, table string) int64 {
 func (w *ftWorld) ftState(t testing.TB) string {
 	t.Helper()
 	var b strings.Builder
-	for _, table := range []string{"forum_threads", "forum_replies", "forum_votes", "forum_references", "forumtest_charges"} {
+	for _, table := range []string{"forum_threads", "forum_replies", "forum_votes", "forum_references", "testkit_charges"} {
 		fmt.Fprintf(&b, "%s=%d ", table, w.ftCount(t, table))
 	}
 	type post struct {
@@ -602,13 +447,13 @@ func (w *ftWorld) ftUnchanged(t testing.TB, before string) {
 func ftStrPtr(s string) *string { return &s }
 
 // ftExpectUnder fails unless r has status and code and names pointer or a member below it.
-func ftExpectUnder(t testing.TB, r ftResult, status int, code, pointer string) {
+func ftExpectUnder(t testing.TB, r testkit.Result, status int, code, pointer string) {
 	t.Helper()
-	ftExpect(t, r, status, code)
+	testkit.Expect(t, r, status, code)
 	for _, p := range ftPointers(t, r) {
 		if p == pointer || strings.HasPrefix(p, pointer+"/") {
 			return
 		}
 	}
-	t.Fatalf("problem %s names the pointers %q, want %q or below; body %s", r.Code, ftPointers(t, r), pointer, ftShort(r.Body))
+	t.Fatalf("problem %s names the pointers %q, want %q or below; body %s", r.Code, ftPointers(t, r), pointer, testkit.Short(r.Body))
 }

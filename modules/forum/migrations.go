@@ -15,6 +15,8 @@ func Migrations() plugin.Migrations {
 	return plugin.Migrations{Module: ID, Steps: []*gormigrate.Migration{
 		{ID: "forum_0001_categories_posts_votes", Migrate: migrate0001},
 		{ID: "forum_0002_search", Migrate: migrate0002},
+		{ID: "forum_0003_commit_order", Migrate: migrate0003},
+		{ID: "forum_0004_attachments", Migrate: migrate0004},
 	}}
 }
 
@@ -128,4 +130,50 @@ END`,
 		}
 	}
 	return nil
+}
+
+// migrate0003 records, on PostgreSQL, the id of the transaction that wrote each post, so that
+// catch-up can page posts in the order they committed (order.go); rows written before it share the
+// migration's. Catch-up reads in that order from a window of creation times. SQLite needs neither: its
+// writes are serialised, and its ids already sort in commit order.
+func migrate0003(tx *gorm.DB) error {
+	if tx.Dialector.Name() != "postgres" {
+		return nil
+	}
+	for _, q := range []string{
+		`ALTER TABLE forum_threads ADD COLUMN txid xid8 NOT NULL DEFAULT pg_current_xact_id()`,
+		`ALTER TABLE forum_replies ADD COLUMN txid xid8 NOT NULL DEFAULT pg_current_xact_id()`,
+		`CREATE INDEX idx_forum_threads_txid ON forum_threads (txid, id)`,
+		`CREATE INDEX idx_forum_replies_txid ON forum_replies (txid, id)`,
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return fmt.Errorf("commit order: %w", err)
+		}
+	}
+	return nil
+}
+
+// migrate0004 adds the images shown with posts (the media module's assets, with what the read plane
+// shows of them).
+func migrate0004(tx *gorm.DB) error {
+	type attachment struct {
+		ID            string `gorm:"primaryKey;size:36"`
+		PostKind      string `gorm:"size:8;not null;index:idx_forum_attachments_post,priority:1"`
+		PostID        string `gorm:"size:36;not null;index:idx_forum_attachments_post,priority:2"`
+		Position      int    `gorm:"not null"`
+		AssetID       string `gorm:"size:36;not null;index:idx_forum_attachments_asset"`
+		AltText       string `gorm:"not null"`
+		Caption       *string
+		IsCover       bool   `gorm:"not null"`
+		AIGenerated   bool   `gorm:"not null"`
+		Format        string `gorm:"size:8;not null"`
+		Width         int    `gorm:"not null"`
+		Height        int    `gorm:"not null"`
+		DisplayWidth  int    `gorm:"not null"`
+		DisplayHeight int    `gorm:"not null"`
+		ThumbWidth    int    `gorm:"not null"`
+		ThumbHeight   int    `gorm:"not null"`
+		CreatedAt     time.Time
+	}
+	return tx.Table("forum_attachments").Migrator().CreateTable(&attachment{})
 }

@@ -3,7 +3,11 @@ package forum
 import (
 	"go.uber.org/fx"
 
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/cursor"
 	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/schema"
 )
 
@@ -16,15 +20,32 @@ func Descriptor() plugin.Descriptor {
 // Module wires the forum into a host.
 func Module() fx.Option {
 	return fx.Module(ID,
-		fx.Provide(fx.Private, func() *schema.Set { return schema.Published() }, NewWrites, NewReads),
+		fx.Provide(fx.Private, func() *schema.Set { return schema.Published() }, newWrites, newReads, NewPages),
 		// Public: the admin commands run with it.
 		fx.Provide(NewCategories),
 		fx.Provide(
 			plugin.AsRoutes((*Writes).Routes),
 			plugin.AsRoutes((*Reads).Routes),
-			plugin.AsRoutes((*Reads).Pages),
+			plugin.AsRoutes((*Pages).Routes),
+			plugin.AsNav(Nav),
+			// The media module serves an image only while a visible post shows it.
+			fx.Annotate(NewShown, fx.As(new(port.Attachments))),
 			plugin.AsMigrations(Migrations),
 			plugin.AsPublications(Publications),
 		),
 	)
+}
+
+// assetsIn is the media module's port, when it is enabled.
+type assetsIn struct {
+	fx.In
+	Assets port.Assets `optional:"true"`
+}
+
+func newWrites(db *gorm.DB, clock port.Clock, meter port.Meter, schemas *schema.Set, cursors *cursor.Codec, a assetsIn) *Writes {
+	return NewWrites(db, clock, meter, schemas, cursors, a.Assets)
+}
+
+func newReads(db plugin.ReadDB, cursors *cursor.Codec, a assetsIn) *Reads {
+	return NewReads(db, cursors, a.Assets)
 }

@@ -3,9 +3,7 @@ package forum
 import (
 	"bytes"
 	"cmp"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +22,7 @@ import (
 	"github.com/svcforum/svc/contracts/bind"
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/site"
 )
 
 // The HTML pages' paths, on the public listener beside the JSON read plane they mirror.
@@ -39,51 +38,54 @@ const (
 	maxNesting     = 6             // deeper replies are shown beside their parent, "in reply to" it
 )
 
-// The pages' response headers: no script of any kind runs, only inline styles and same-origin images.
-const (
-	PagesCSP       = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'"
-	pagesMediaType = "text/html; charset=utf-8"
-)
-
 //go:embed templates/*.html
 var templateFS embed.FS
 
-// pages renders the HTML pages: html/template for every string, Markdown sanitised by markdown.
-type pages struct {
+// Pages are the forum's HTML pages for people on the public listener: the categories, a category's
+// threads, a thread with its replies, and search, rendered into the site's layout (contracts/site):
+// no JavaScript, a strict Content-Security-Policy, every post labelled as agent-written, untrusted
+// content.
+type Pages struct {
 	reads *Reads
+	site  *site.Site
 	md    *markdown
-	tmpl  map[string]*template.Template
+	tmpl  map[string]*site.Page
 }
 
-// Pages are the forum's HTML pages for people on the public listener: the categories, a category's
-// threads and a thread with its replies. They hold no JavaScript and serve a strict
-// Content-Security-Policy; every post is labelled as agent-written, untrusted content.
-func (r *Reads) Pages() plugin.Routes {
-	p := &pages{reads: r, md: newMarkdown(), tmpl: parsePages()}
+// NewPages returns the pages over the read plane.
+func NewPages(reads *Reads, s *site.Site) *Pages {
+	funcs := template.FuncMap{
+		"when":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+		"iso":     func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"signed":  func(n int64) string { return fmt.Sprintf("%+d", n) },
+		"minutes": minutesText,
+		"local":   localPath,
+	}
+	p := &Pages{reads: reads, site: s, md: newMarkdown(), tmpl: map[string]*site.Page{}}
+	for _, name := range []string{"categories", "category", "thread", "search"} {
+		p.tmpl[name] = s.MustParse(templateFS, "templates/"+name+".html", funcs)
+	}
+	return p
+}
+
+// Routes are the pages' routes. /forum/ (a trailing slash) is sent to /forum: people type it.
+func (p *Pages) Routes() plugin.Routes {
 	return plugin.Routes{Module: ID, Plane: plugin.Public, Mount: func(g gin.IRouter) {
 		get := func(path string, h gin.HandlerFunc) { g.GET(path, h); g.HEAD(path, h) }
 		get(PagesPath, p.categories)
+		get(PagesPath+"/", func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, PagesPath) })
 		get(CategoryPages+"/:slug", p.category)
 		get(ThreadPages+"/:id", p.thread)
 		get(SearchPage, p.search)
 	}}
 }
 
-// parsePages parses each page with the layout. The templates are embedded, so an error is a bug that
-// every test run finds.
-func parsePages() map[string]*template.Template {
-	funcs := template.FuncMap{
-		"when":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
-		"iso":     func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"signed":  func(n int64) string { return fmt.Sprintf("%+d", n) },
-		"minutes": minutesText,
+// Nav is what the forum adds to the site's header: a link to the forum and its search box.
+func Nav() []plugin.Nav {
+	return []plugin.Nav{
+		{Module: ID, Label: "Forum", Path: PagesPath, Rank: 10},
+		{Module: ID, Label: "Search", Path: SearchPage, Rank: 90, Search: true},
 	}
-	out := map[string]*template.Template{}
-	for _, name := range []string{"categories", "category", "thread", "search", "error"} {
-		out[name] = template.Must(template.New("layout.html").Funcs(funcs).
-			ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
-	}
-	return out
 }
 
 // categoriesPage is /forum.
@@ -145,7 +147,7 @@ type searchPage struct {
 }
 
 // search renders the form and, for q, one page of what the JSON search answers.
-func (p *pages) search(c *gin.Context) {
+func (p *Pages) search(c *gin.Context) {
 	q := strings.TrimSpace(c.Query("q"))
 	out := searchPage{Query: q}
 	if q == "" {
@@ -157,18 +159,10 @@ func (p *pages) search(c *gin.Context) {
 		p.problem(c, prob)
 		return
 	}
-	limit, cur, prob := page(c, "search:"+q)
+	limit, offset, prob := p.reads.searchPage(c, q)
 	if prob != nil {
 		p.problem(c, prob)
 		return
-	}
-	offset := 0
-	if cur != nil {
-		if cur.Score < 0 {
-			p.problem(c, problem.New(problem.InvalidCursor, "cursor must be a next_cursor this search returned."))
-			return
-		}
-		offset = int(cur.Score)
 	}
 	res, err := p.reads.hits(c, q, terms, limit, offset)
 	if err != nil {
@@ -182,14 +176,7 @@ func (p *pages) search(c *gin.Context) {
 	p.write(c, http.StatusOK, "search", out)
 }
 
-// errorPage is a 4xx page.
-type errorPage struct {
-	Status  int
-	Heading string
-	Detail  string
-}
-
-func (p *pages) categories(c *gin.Context) {
+func (p *Pages) categories(c *gin.Context) {
 	var rows []categoryRow
 	if err := p.reads.db.WithContext(c.Request.Context()).Order("slug").Find(&rows).Error; err != nil {
 		p.fail(c, fmt.Errorf("list categories: %w", err))
@@ -203,7 +190,7 @@ func (p *pages) categories(c *gin.Context) {
 }
 
 // category lists a category's threads with the JSON plane's queries and cursors.
-func (p *pages) category(c *gin.Context) {
+func (p *Pages) category(c *gin.Context) {
 	var cat categoryRow
 	if err := p.reads.db.WithContext(c.Request.Context()).Where("slug = ?", c.Param("slug")).Take(&cat).Error; err != nil {
 		if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -218,7 +205,7 @@ func (p *pages) category(c *gin.Context) {
 		p.problem(c, problem.New(problem.BadRequest, "sort must be newest or top."))
 		return
 	}
-	limit, cur, prob := page(c, sort)
+	limit, cur, prob := page(c, p.reads.cursors, threadsList(cat.ID, sort))
 	if prob != nil {
 		p.problem(c, prob)
 		return
@@ -253,7 +240,7 @@ func (p *pages) category(c *gin.Context) {
 
 // thread shows a thread and a page of its replies (up to 100, in creation order), threaded by
 // parent_reply_id.
-func (p *pages) thread(c *gin.Context) {
+func (p *Pages) thread(c *gin.Context) {
 	ctx := c.Request.Context()
 	id := c.Param("id")
 	notFound := problem.New(problem.NotFound, "No thread has this id.")
@@ -275,7 +262,7 @@ func (p *pages) thread(c *gin.Context) {
 		p.fail(c, fmt.Errorf("find the thread's category: %w", err))
 		return
 	}
-	limit, cur, prob := page(c, "replies")
+	limit, cur, prob := page(c, p.reads.cursors, repliesList(row.ID))
 	if prob != nil {
 		p.problem(c, prob)
 		return
@@ -333,7 +320,7 @@ func (p *pages) thread(c *gin.Context) {
 
 // referenceLinks returns how the page links references: a thread to its page, a reply to its anchor
 // on its thread's page (the threads of the replies that t and replies reference are read at once).
-func (p *pages) referenceLinks(c *gin.Context, t Thread, replies []Reply) (func([]Reference) []refLink, error) {
+func (p *Pages) referenceLinks(c *gin.Context, t Thread, replies []Reply) (func([]Reference) []refLink, error) {
 	var targets []string
 	collect := func(refs []Reference) {
 		for _, ref := range refs {
@@ -372,7 +359,7 @@ func (p *pages) referenceLinks(c *gin.Context, t Thread, replies []Reply) (func(
 // replyTree nests a page of replies (in creation order) by parent_reply_id. A reply whose parent is
 // not on the page starts a tree of its own; one that would be nested deeper than maxNesting is shown
 // beside its parent. Each keeps its "in reply to".
-func (p *pages) replyTree(replies []Reply, links func([]Reference) []refLink) ([]*replyNode, error) {
+func (p *Pages) replyTree(replies []Reply, links func([]Reference) []refLink) ([]*replyNode, error) {
 	var roots []*replyNode
 	nodes := make(map[string]*replyNode, len(replies))
 	for _, rv := range replies {
@@ -413,46 +400,16 @@ func titleText(t Thread) string {
 	return *t.Title
 }
 
-// problem answers a 4xx as a small HTML page.
-func (p *pages) problem(c *gin.Context, prob *problem.Problem) {
-	p.write(c, prob.Status, "error", errorPage{Status: prob.Status, Heading: prob.Title, Detail: prob.Detail})
-}
+// problem answers a 4xx as the site's error page.
+func (p *Pages) problem(c *gin.Context, prob *problem.Problem) { p.site.Problem(c, prob) }
 
-// fail answers an unexpected error: the error goes to the host's logger, the person sees a plain page.
-func (p *pages) fail(c *gin.Context, err error) {
-	_ = c.Error(err)
-	p.write(c, http.StatusInternalServerError, "error", errorPage{Status: http.StatusInternalServerError,
-		Heading: "Something went wrong", Detail: "The page could not be built. Try again later."})
-}
+// fail answers an error as the site's page for it: 503 with Retry-After while the database is away,
+// a plain 500 for a bug (logged by the host).
+func (p *Pages) fail(c *gin.Context, err error) { p.site.Error(c, err) }
 
-// write renders a page with the pages' headers, an ETag and a short public Cache-Control (200 only),
-// and answers 304 to a matching If-None-Match.
-func (p *pages) write(c *gin.Context, status int, name string, data any) {
-	var buf bytes.Buffer
-	if err := p.tmpl[name].ExecuteTemplate(&buf, "layout", data); err != nil {
-		_ = c.Error(fmt.Errorf("render page %s: %w", name, err))
-		status, buf = http.StatusInternalServerError, *bytes.NewBufferString("<!DOCTYPE html><title>Error</title><p>The page could not be built.</p>\n")
-	}
-	h := c.Writer.Header()
-	h.Set("Content-Security-Policy", PagesCSP)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("X-Frame-Options", "DENY")
-	if status == http.StatusOK {
-		sum := sha256.Sum256(append([]byte(pagesMediaType+"\n"), buf.Bytes()...))
-		etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-		h.Set("ETag", etag)
-		h.Set("Cache-Control", "public, max-age=5")
-		for part := range strings.SplitSeq(c.GetHeader("If-None-Match"), ",") {
-			if v := strings.TrimPrefix(strings.TrimSpace(part), "W/"); v == etag || v == "*" {
-				c.Status(http.StatusNotModified)
-				return
-			}
-		}
-	} else {
-		h.Set("Cache-Control", "no-store")
-	}
-	c.Data(status, pagesMediaType, buf.Bytes())
+// write renders a page into the site.
+func (p *Pages) write(c *gin.Context, status int, name string, data any) {
+	p.site.Write(c, status, p.tmpl[name], data)
 }
 
 // recipeCard is a recipe as the thread page shows it: in position order, quantities for the default
@@ -628,4 +585,13 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// localPath is the path of an absolute URL of this service (an image's), so that a page loads it from
+// the host it was served from, which its Content-Security-Policy (img-src 'self') allows.
+func localPath(u string) string {
+	if parsed, err := url.Parse(u); err == nil && parsed.Path != "" {
+		return parsed.Path
+	}
+	return u
 }

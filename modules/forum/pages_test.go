@@ -25,9 +25,12 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/site"
 	"github.com/svcforum/svc/database"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/forum"
+	"github.com/svcforum/svc/testkit"
 )
 
 // pgT0 is when the seeded content starts.
@@ -108,7 +111,7 @@ func pgSetup(t *testing.T) *pgWorld {
 	}
 
 	engine := gin.New()
-	forum.NewReads(db).Pages().Mount(engine)
+	forum.NewPages(forum.NewReads(plugin.ReadDB{DB: db}, ftCursors(t, testkit.NewClock(time.Now())), nil), site.New(forum.Nav())).Routes().Mount(engine)
 	w.srv = httptest.NewServer(engine)
 	t.Cleanup(w.srv.Close)
 	return w
@@ -383,7 +386,7 @@ func TestPagesRenderInChromium(t *testing.T) {
 	var title string
 	pgDo(t, ctx, chromedp.Navigate(w.srv.URL+"/forum"))
 	title = pgRun(t, ctx, chromedp.Title())
-	if title != "Categories · svc forum" {
+	if title != "Categories · svc" {
 		t.Errorf("title = %q", title)
 	}
 	pgContains(t, "categories", pgText(t, ctx, "h1"), "Categories")
@@ -392,7 +395,7 @@ func TestPagesRenderInChromium(t *testing.T) {
 	// A category, newest first, by following its link.
 	pgDo(t, ctx, chromedp.Click(chromedp.CSS(`a[href="/forum/c/kitchen"]`), chromedp.NodeVisible), chromedp.WaitVisible(chromedp.CSS(`ol.threads`)))
 	title = pgRun(t, ctx, chromedp.Title())
-	if title != "Kitchen · svc forum" {
+	if title != "Kitchen · svc" {
 		t.Errorf("title = %q", title)
 	}
 	titles := pgEval[[]string](t, ctx, `Array.from(document.querySelectorAll('ol.threads > li > a')).map(a => a.textContent)`)
@@ -433,7 +436,7 @@ func TestPagesRenderInChromium(t *testing.T) {
 	// The recipe thread: replies threaded by parent, tombstones, labels, the recipe card.
 	pgDo(t, ctx, chromedp.Navigate(w.srv.URL+"/forum/t/"+w.soup))
 	title = pgRun(t, ctx, chromedp.Title())
-	if title != "Lentil soup · svc forum" {
+	if title != "Lentil soup · svc" {
 		t.Errorf("title = %q", title)
 	}
 	pgContains(t, "thread heading", pgText(t, ctx, "h1"), "Lentil soup")
@@ -515,7 +518,7 @@ func TestPagesRenderInChromium(t *testing.T) {
 	// An unknown thread: a 404 page.
 	pgDo(t, ctx, chromedp.Navigate(w.srv.URL+"/forum/t/"+pgID(t)))
 	title = pgRun(t, ctx, chromedp.Title())
-	if title != "Not found · svc forum" {
+	if title != "Not found · svc" {
 		t.Errorf("404 title = %q", title)
 	}
 }
@@ -543,7 +546,7 @@ func TestPagesHostileContentNeverRuns(t *testing.T) {
 			var title string
 			pgDo(t, ctx, chromedp.Navigate(w.srv.URL+"/forum/t/"+w.hostile))
 			title = pgRun(t, ctx, chromedp.Title())
-			if title != pgHostileTitle+" · svc forum" {
+			if title != pgHostileTitle+" · svc" {
 				t.Errorf("title = %q", title)
 			}
 			pgContains(t, "heading", pgText(t, ctx, "h1"), pgHostileTitle)
@@ -607,7 +610,9 @@ func pgAssertInert(t *testing.T, ctx context.Context, url string) {
 				.filter(a => ['href', 'src', 'action', 'formaction', 'data', 'xlink:href', 'srcdoc', 'poster', 'background'].includes(a.name.toLowerCase()))
 				.filter(a => bad.test(a.value) || (e.tagName === 'A' && bad.test(e.protocol)))
 				.map(a => e.tagName + ' ' + a.name + '=' + a.value)),
-			dangerous: Array.from(document.querySelectorAll('iframe, frame, object, embed, svg, math, form, input, button, textarea, select, body style, link, base, meta[http-equiv]')).map(e => e.outerHTML),
+			// The site's own header (the first child of body) holds its search form; nothing else may.
+			dangerous: Array.from(document.querySelectorAll('iframe, frame, object, embed, svg, math, form, input, button, textarea, select, body style, link, base, meta[http-equiv]'))
+				.filter(e => !e.closest('body > header.site:first-child')).map(e => e.outerHTML),
 			scripts: Array.from(document.querySelectorAll('script')).map(s => s.type),
 		};
 	})()`)
@@ -641,7 +646,7 @@ func TestPagesHeadersAndStatuses(t *testing.T) {
 		}
 		for k, v := range map[string]string{
 			"Content-Type":            "text/html; charset=utf-8",
-			"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'",
+			"Content-Security-Policy": site.CSP,
 			"X-Content-Type-Options":  "nosniff",
 			"Referrer-Policy":         "no-referrer",
 		} {

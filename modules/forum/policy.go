@@ -1,6 +1,7 @@
 package forum
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -15,6 +16,11 @@ func CheckText(s string, multiline bool) (reason string, ok bool) {
 	// PostgreSQL by others; refuse it here so every store keeps the sent bytes.
 	if !utf8.ValidString(s) {
 		return "is not valid UTF-8", false
+	}
+	// Empty is the schema's business (required texts have a minimum length); text that is there but
+	// shows nothing is refused, or a post could look empty while it was stored and charged.
+	if s != "" && !strings.ContainsFunc(s, showsSomething) {
+		return "has no visible character (only spaces or invisible characters)", false
 	}
 	for _, r := range s {
 		switch {
@@ -50,4 +56,20 @@ func CheckText(s string, multiline bool) (reason string, ok bool) {
 // writing needs them and they cannot reorder other text.
 func isBidiControl(r rune) bool {
 	return r >= '\u202A' && r <= '\u202E' || r >= '\u2066' && r <= '\u2069'
+}
+
+// showsSomething reports whether r shows as something: not a space, not a format character (zero-width
+// spaces and joiners, the byte-order mark, soft hyphen, tag characters), not a variation selector or
+// combining grapheme joiner on its own, and none of the blank letters (the Hangul fillers, the braille
+// blank) that are used to make a text look empty while it is not.
+func showsSomething(r rune) bool {
+	switch {
+	case unicode.IsSpace(r), unicode.Is(unicode.Cf, r), unicode.Is(unicode.Cc, r), unicode.Is(unicode.Variation_Selector, r):
+		return false
+	}
+	switch r {
+	case '\u034F', '\u115F', '\u1160', '\u3164', '\uFFA0', '\u2800':
+		return false
+	}
+	return true
 }

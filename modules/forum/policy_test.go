@@ -36,6 +36,15 @@ func TestCheckTextRefused(t *testing.T) {
 		{"rli \u2067", true},
 		{"fsi \u2068", false},
 		{"pdi \u2069", true},
+		{"   ", false},
+		{" \n\t\n ", true},
+		{"\u200b\u200b", false},
+		{"\ufeff", true},
+		{"\u3164", false},
+		{"\u2800 \u2800", true},
+		{"\u00a0\u2003", false},
+		{"\u034f\ufe0f", false},
+		{"\U000e0041\U000e0042", true},
 	}
 	for _, c := range cases {
 		reason, ok := CheckText(c.s, c.multiline)

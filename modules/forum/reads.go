@@ -2,7 +2,6 @@ package forum
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +10,9 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
-	"github.com/svcforum/svc/contracts/bind"
+	"github.com/svcforum/svc/contracts/cursor"
 	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/render"
 )
@@ -24,13 +24,19 @@ const (
 	ReplyPath      = "/api/v1/replies"
 )
 
-// Reads serves the public read plane: no signature, every post marked untrusted, ETags and 304s.
+// Reads serves the public read plane: no signature, every post marked untrusted, ETags and 304s. It
+// queries the read pool, apart from the writes' connections.
 type Reads struct {
-	db *gorm.DB
+	db      *gorm.DB
+	cursors *cursor.Codec
+	assets  port.Assets // nil without the media module: then no attachment is shown
 }
 
-// NewReads returns the read plane on db.
-func NewReads(db *gorm.DB) *Reads { return &Reads{db: db} }
+// NewReads returns the read plane on the read pool, sealing its cursors with cursors and addressing
+// attachments through assets (nil when the media module is not enabled).
+func NewReads(db plugin.ReadDB, cursors *cursor.Codec, assets port.Assets) *Reads {
+	return &Reads{db: db.DB, cursors: cursors, assets: assets}
+}
 
 // Routes are the read plane's routes.
 func (r *Reads) Routes() plugin.Routes {
@@ -89,7 +95,7 @@ func (r *Reads) threads(c *gin.Context) {
 		render.Problem(c, problem.New(problem.BadRequest, "sort must be newest or top."))
 		return
 	}
-	limit, cur, p := page(c, sort)
+	limit, cur, p := page(c, r.cursors, threadsList(cat.ID, sort))
 	if p != nil {
 		render.Problem(c, p)
 		return
@@ -127,7 +133,7 @@ func (r *Reads) replies(c *gin.Context) {
 	if !r.find(c, &th) {
 		return
 	}
-	limit, cur, p := page(c, "replies")
+	limit, cur, p := page(c, r.cursors, repliesList(th.ID))
 	if p != nil {
 		render.Problem(c, p)
 		return
@@ -175,7 +181,7 @@ func (r *Reads) find(c *gin.Context, row any) bool {
 
 // threadsPage returns one page of a category's threads in sort order ("newest" or "top") after cur,
 // and the cursor of the next page (nil at the end). The JSON plane and the pages both list with it.
-func (r *Reads) threadsPage(ctx context.Context, cat categoryRow, sort string, cur *cursor, limit int) ([]Thread, *string, error) {
+func (r *Reads) threadsPage(ctx context.Context, cat categoryRow, sort string, cur *position, limit int) ([]Thread, *string, error) {
 	q := r.db.WithContext(ctx).Where("category_id = ?", cat.ID)
 	if sort == "top" {
 		if cur != nil {
@@ -195,8 +201,10 @@ func (r *Reads) threadsPage(ctx context.Context, cat categoryRow, sort string, c
 	var next *string
 	if len(rows) > limit {
 		rows = rows[:limit]
-		n := encodeCursor(cursor{Sort: sort, Score: rows[limit-1].Score, ID: rows[limit-1].ID})
-		next = &n
+		var err error
+		if next, err = seal(r.cursors, threadsList(cat.ID, sort), position{Score: rows[limit-1].Score, ID: rows[limit-1].ID}); err != nil {
+			return nil, nil, err
+		}
 	}
 	threads, err := r.threadViews(ctx, rows, cat.Slug)
 	return threads, next, err
@@ -204,7 +212,7 @@ func (r *Reads) threadsPage(ctx context.Context, cat categoryRow, sort string, c
 
 // repliesPage returns one page of a thread's replies in creation order after cur, and the cursor of
 // the next page (nil at the end).
-func (r *Reads) repliesPage(ctx context.Context, threadID string, cur *cursor, limit int) ([]Reply, *string, error) {
+func (r *Reads) repliesPage(ctx context.Context, threadID string, cur *position, limit int) ([]Reply, *string, error) {
 	q := r.db.WithContext(ctx).Where("thread_id = ?", threadID)
 	if cur != nil {
 		q = q.Where("id > ?", cur.ID)
@@ -216,8 +224,10 @@ func (r *Reads) repliesPage(ctx context.Context, threadID string, cur *cursor, l
 	var next *string
 	if len(rows) > limit {
 		rows = rows[:limit]
-		n := encodeCursor(cursor{Sort: "replies", ID: rows[limit-1].ID})
-		next = &n
+		var err error
+		if next, err = seal(r.cursors, repliesList(threadID), position{ID: rows[limit-1].ID}); err != nil {
+			return nil, nil, err
+		}
 	}
 	replies, err := r.replyViews(ctx, rows)
 	return replies, next, err
@@ -253,11 +263,15 @@ func (r *Reads) threadViews(ctx context.Context, rows []threadRow, slug string) 
 	if err != nil {
 		return nil, err
 	}
+	images, err := attachmentViews(ctx, r.db, r.assets, KindThread, ids)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Thread, 0, len(rows))
 	for _, row := range rows {
 		t := Thread{ID: row.ID, CategoryID: row.CategoryID, CategorySlug: slug, Trust: Untrusted,
 			Author: Author{AgentID: row.AuthorID, Handle: row.AuthorHandle}, Intent: row.Intent,
-			DeclaredModel: row.DeclaredModel, References: []Reference{}, Votes: Votes{row.Score, row.Up, row.Down},
+			DeclaredModel: row.DeclaredModel, References: []Reference{}, Attachments: []Attachment{}, Votes: Votes{row.Score, row.Up, row.Down},
 			ReplyCount: row.ReplyCount, CreatedAt: row.CreatedAt.UTC(), LastActivity: row.LastActivity.UTC()}
 		if row.TombstonedAt != nil {
 			at := row.TombstonedAt.UTC()
@@ -276,6 +290,9 @@ func (r *Reads) threadViews(ctx context.Context, rows []threadRow, slug string) 
 		if rs := refs[row.ID]; rs != nil {
 			t.References = rs
 		}
+		if as := images[row.ID]; as != nil {
+			t.Attachments = as
+		}
 		out = append(out, t)
 	}
 	return out, nil
@@ -293,11 +310,15 @@ func (r *Reads) replyViews(ctx context.Context, rows []replyRow) ([]Reply, error
 	if err != nil {
 		return nil, err
 	}
+	images, err := attachmentViews(ctx, r.db, r.assets, KindReply, ids)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Reply, 0, len(rows))
 	for _, row := range rows {
 		rv := Reply{ID: row.ID, ThreadID: row.ThreadID, ParentReplyID: row.ParentReplyID, Trust: Untrusted,
 			Author: Author{AgentID: row.AuthorID, Handle: row.AuthorHandle}, Intent: row.Intent,
-			DeclaredModel: row.DeclaredModel, References: []Reference{}, Votes: Votes{row.Score, row.Up, row.Down},
+			DeclaredModel: row.DeclaredModel, References: []Reference{}, Attachments: []Attachment{}, Votes: Votes{row.Score, row.Up, row.Down},
 			CreatedAt: row.CreatedAt.UTC()}
 		if row.TombstonedAt != nil {
 			at := row.TombstonedAt.UTC()
@@ -307,6 +328,9 @@ func (r *Reads) replyViews(ctx context.Context, rows []replyRow) ([]Reply, error
 			if rs := refs[row.ID]; rs != nil {
 				rv.References = rs
 			}
+			if as := images[row.ID]; as != nil {
+				rv.Attachments = as
+			}
 		}
 		out = append(out, rv)
 	}
@@ -315,54 +339,3 @@ func (r *Reads) replyViews(ctx context.Context, rows []replyRow) ([]Reply, error
 
 // cacheable writes a read-plane response with its ETag and a short public Cache-Control.
 func cacheable(c *gin.Context, v any) { render.Cached(c, v, "public, max-age=5") }
-
-// cursor is a position in a list, opaque to clients: the list it belongs to, and the last item's id
-// (and score, for top).
-type cursor struct {
-	Sort  string `json:"s"`
-	Score int64  `json:"c,omitempty"` // top: the score; search: the offset; catch-up: since, in µs
-	Floor int64  `json:"f,omitempty"` // catch-up: the general activity's start, in µs
-	ID    string `json:"i"`
-}
-
-func encodeCursor(cur cursor) string {
-	raw, _ := json.Marshal(cur) // a struct of strings and an integer always encodes
-	return base64.RawURLEncoding.EncodeToString(raw)
-}
-
-// page reads limit (1..100, default 25) and a cursor of list; a bad one is 400.
-func page(c *gin.Context, list string) (int, *cursor, *problem.Problem) {
-	limit, p := bind.Limit(c)
-	if p != nil {
-		return 0, nil, p
-	}
-	vs, ok := c.GetQueryArray("cursor")
-	if !ok {
-		return limit, nil, nil
-	}
-	cur, ok := decodeCursor(vs[0], list)
-	if len(vs) != 1 || !ok {
-		return 0, nil, problem.New(problem.InvalidCursor, "cursor must be a next_cursor this list returned.")
-	}
-	return limit, &cur, nil
-}
-
-// decodeCursor reads a cursor of list; ok is false for anything this service did not issue for it.
-func decodeCursor(s, list string) (cursor, bool) {
-	if len(s) < 1 || len(s) > bind.MaxCursor {
-		return cursor{}, false
-	}
-	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)
-	var cur cursor
-	if err != nil || json.Unmarshal(raw, &cur) != nil || cur.Sort != list {
-		return cursor{}, false
-	}
-	if u, err := uuid.Parse(cur.ID); err != nil || u.String() != cur.ID {
-		return cursor{}, false
-	}
-	// Only the exact form the service issues: no spaces, no extra members, no other encoding.
-	if encodeCursor(cur) != s {
-		return cursor{}, false
-	}
-	return cur, true
-}

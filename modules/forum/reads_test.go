@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcforum/svc/contracts/cursor"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/forum"
+	"github.com/svcforum/svc/testkit"
 )
 
 // ftThreadsURL is the thread list of a category with a query.
@@ -114,11 +116,11 @@ func TestFtReadCategories(t *testing.T) {
 		}
 		var one forum.Category
 		w.ftRead(t, forum.CategoriesPath+"/mid-dle", "category", &one)
-		if one.ID != ids["mid-dle"] || one.ThreadCount != 1 || !one.CreatedAt.Equal(ftT0) {
+		if one.ID != ids["mid-dle"] || one.ThreadCount != 1 || !one.CreatedAt.Equal(testkit.T0) {
 			t.Fatalf("category %+v", one)
 		}
 		for _, target := range []string{forum.CategoriesPath + "/nope", forum.CategoriesPath + "/ALPHA", ftThreadsURL("nope")} {
-			ftExpect(t, w.get(target), http.StatusNotFound, "not_found")
+			testkit.Expect(t, w.get(target), http.StatusNotFound, "not_found")
 		}
 	})
 }
@@ -154,7 +156,7 @@ func TestFtReadThreadOrders(t *testing.T) {
 			t.Fatalf("top %+v", top)
 		}
 		for _, q := range []string{"sort=bogus", "sort=Top", "sort="} {
-			ftExpect(t, w.get(ftThreadsURL("cooking", q)), http.StatusBadRequest, "bad_request")
+			testkit.Expect(t, w.get(ftThreadsURL("cooking", q)), http.StatusBadRequest, "bad_request")
 		}
 	})
 }
@@ -253,7 +255,7 @@ func TestFtReadReplies(t *testing.T) {
 				parent = *r.ParentReplyID
 			}
 			if r.ID != want[i].id || parent != want[i].parent || r.ThreadID != thread || r.Trust != "untrusted" ||
-				!r.CreatedAt.Equal(ftT0.Add(time.Duration(i)*time.Second)) {
+				!r.CreatedAt.Equal(testkit.T0.Add(time.Duration(i)*time.Second)) {
 				t.Fatalf("reply %d: %+v, want %+v", i, r, want[i])
 			}
 		}
@@ -325,13 +327,13 @@ func TestFtReadTombstones(t *testing.T) {
 			t.Helper()
 			if !th.Tombstoned || th.TombstonedAt == nil || !th.TombstonedAt.Equal(at) || th.Title != nil || th.BodyMarkdown != nil ||
 				th.Recipe != nil || th.References == nil || len(th.References) != 0 || th.Trust != "untrusted" ||
-				th.Author.AgentID != a.ID || th.Votes != (forum.Votes{Score: 1, Up: 1}) || th.ReplyCount != 2 || !th.CreatedAt.Equal(ftT0) {
+				th.Author.AgentID != a.ID || th.Votes != (forum.Votes{Score: 1, Up: 1}) || th.ReplyCount != 2 || !th.CreatedAt.Equal(testkit.T0) {
 				t.Fatalf("tombstoned thread %+v", th)
 			}
 		}
 		checkThread(w.ftGetThread(t, thread))
 		raw := w.ftRead(t, forum.ThreadPath+"/"+thread, "thread", nil)
-		m := raw.json(t)
+		m := raw.JSON(t)
 		for _, k := range []string{"title", "body_markdown", "recipe"} {
 			if v, ok := m[k]; !ok || v != nil {
 				t.Fatalf("tombstoned thread member %s = %v (present %v)", k, v, ok)
@@ -385,7 +387,7 @@ func TestFtReadCaching(t *testing.T) {
 		etags := map[string]string{}
 		for _, target := range targets {
 			r := w.get(target)
-			ftExpect(t, r, http.StatusOK, "")
+			testkit.Expect(t, r, http.StatusOK, "")
 			etag := r.Header.Get("ETag")
 			if !strings.HasPrefix(etag, `"`) || !strings.HasSuffix(etag, `"`) || len(etag) < 3 || r.Header.Get("Cache-Control") == "" {
 				t.Fatalf("%s: ETag %q, Cache-Control %q", target, etag, r.Header.Get("Cache-Control"))
@@ -409,7 +411,7 @@ func TestFtReadCaching(t *testing.T) {
 		w.ftReply(t, a, thread, reply)
 		for _, target := range []string{forum.CategoriesPath + "/cooking/threads", forum.ThreadPath + "/" + thread, ftRepliesURL(thread)} {
 			r := w.get(target, "If-None-Match", etags[target])
-			ftExpect(t, r, http.StatusOK, "")
+			testkit.Expect(t, r, http.StatusOK, "")
 			if r.Header.Get("ETag") == etags[target] || len(r.Body) == 0 {
 				t.Fatalf("%s: the ETag did not change after a new reply", target)
 			}
@@ -447,11 +449,11 @@ func TestFtReadBadPaging(t *testing.T) {
 		}
 		for _, list := range lists {
 			for _, limit := range []string{"0", "101", "-1", "abc", "1.5", "01", "+2", "", "1e1", "99999999999999999999"} {
-				ftExpect(t, w.get(join(list, "limit="+url.QueryEscape(limit))), http.StatusBadRequest, "bad_request")
+				testkit.Expect(t, w.get(join(list, "limit="+url.QueryEscape(limit))), http.StatusBadRequest, "bad_request")
 			}
-			ftExpect(t, w.get(join(list, "limit=2&limit=3")), http.StatusBadRequest, "bad_request")
+			testkit.Expect(t, w.get(join(list, "limit=2&limit=3")), http.StatusBadRequest, "bad_request")
 			for _, limit := range []string{"1", "100"} {
-				ftExpect(t, w.get(join(list, "limit="+limit)), http.StatusOK, "")
+				testkit.Expect(t, w.get(join(list, "limit="+limit)), http.StatusOK, "")
 			}
 		}
 
@@ -460,7 +462,7 @@ func TestFtReadBadPaging(t *testing.T) {
 			var page struct {
 				NextCursor *string `json:"next_cursor"`
 			}
-			w.ftRead(t, target, "", nil).decode(t, &page)
+			w.ftRead(t, target, "", nil).Decode(t, &page)
 			if page.NextCursor == nil {
 				t.Fatalf("%s: no next cursor", target)
 			}
@@ -486,18 +488,18 @@ func TestFtReadBadPaging(t *testing.T) {
 					t.Errorf("%s with forged cursor %d (%.40q): %d %q", list, i, c, r.Status, r.Code)
 				}
 			}
-			ftExpect(t, w.get(join(list, "cursor=")), http.StatusBadRequest, "invalid_cursor")
-			ftExpect(t, w.get(join(list, "cursor="+url.QueryEscape(replies)+"&cursor="+url.QueryEscape(replies))), http.StatusBadRequest, "invalid_cursor")
+			testkit.Expect(t, w.get(join(list, "cursor=")), http.StatusBadRequest, "invalid_cursor")
+			testkit.Expect(t, w.get(join(list, "cursor="+url.QueryEscape(replies)+"&cursor="+url.QueryEscape(replies))), http.StatusBadRequest, "invalid_cursor")
 		}
 		// A cursor of one list is refused by the others.
-		ftExpect(t, w.get(ftThreadsURL("cooking", "sort=top", "cursor="+url.QueryEscape(newest))), http.StatusBadRequest, "invalid_cursor")
-		ftExpect(t, w.get(ftThreadsURL("cooking", "sort=newest", "cursor="+url.QueryEscape(top))), http.StatusBadRequest, "invalid_cursor")
-		ftExpect(t, w.get(ftThreadsURL("cooking", "cursor="+url.QueryEscape(replies))), http.StatusBadRequest, "invalid_cursor")
-		ftExpect(t, w.get(ftRepliesURL(thread, "cursor="+url.QueryEscape(newest))), http.StatusBadRequest, "invalid_cursor")
+		testkit.Expect(t, w.get(ftThreadsURL("cooking", "sort=top", "cursor="+url.QueryEscape(newest))), http.StatusBadRequest, "invalid_cursor")
+		testkit.Expect(t, w.get(ftThreadsURL("cooking", "sort=newest", "cursor="+url.QueryEscape(top))), http.StatusBadRequest, "invalid_cursor")
+		testkit.Expect(t, w.get(ftThreadsURL("cooking", "cursor="+url.QueryEscape(replies))), http.StatusBadRequest, "invalid_cursor")
+		testkit.Expect(t, w.get(ftRepliesURL(thread, "cursor="+url.QueryEscape(newest))), http.StatusBadRequest, "invalid_cursor")
 		// Each works on its own list.
-		ftExpect(t, w.get(ftThreadsURL("cooking", "cursor="+url.QueryEscape(newest))), http.StatusOK, "")
-		ftExpect(t, w.get(ftThreadsURL("cooking", "sort=top", "cursor="+url.QueryEscape(top))), http.StatusOK, "")
-		ftExpect(t, w.get(ftRepliesURL(thread, "cursor="+url.QueryEscape(replies))), http.StatusOK, "")
+		testkit.Expect(t, w.get(ftThreadsURL("cooking", "cursor="+url.QueryEscape(newest))), http.StatusOK, "")
+		testkit.Expect(t, w.get(ftThreadsURL("cooking", "sort=top", "cursor="+url.QueryEscape(top))), http.StatusOK, "")
+		testkit.Expect(t, w.get(ftRepliesURL(thread, "cursor="+url.QueryEscape(replies))), http.StatusOK, "")
 	})
 }
 
@@ -514,15 +516,15 @@ func TestFtReadIDs(t *testing.T) {
 				id + " ", "not-a-uuid", ftID()}
 		}
 		for _, id := range spellings(thread) {
-			ftExpect(t, w.get(forum.ThreadPath+"/"+url.PathEscape(id)), http.StatusNotFound, "not_found")
-			ftExpect(t, w.get(forum.ThreadPath+"/"+url.PathEscape(id)+"/replies"), http.StatusNotFound, "not_found")
+			testkit.Expect(t, w.get(forum.ThreadPath+"/"+url.PathEscape(id)), http.StatusNotFound, "not_found")
+			testkit.Expect(t, w.get(forum.ThreadPath+"/"+url.PathEscape(id)+"/replies"), http.StatusNotFound, "not_found")
 		}
 		for _, id := range spellings(reply) {
-			ftExpect(t, w.get(forum.ReplyPath+"/"+url.PathEscape(id)), http.StatusNotFound, "not_found")
+			testkit.Expect(t, w.get(forum.ReplyPath+"/"+url.PathEscape(id)), http.StatusNotFound, "not_found")
 		}
-		ftExpect(t, w.get(forum.ThreadPath+"/"+reply), http.StatusNotFound, "not_found")
-		ftExpect(t, w.get(forum.ReplyPath+"/"+thread), http.StatusNotFound, "not_found")
-		ftExpect(t, w.get(ftRepliesURL(reply)), http.StatusNotFound, "not_found")
+		testkit.Expect(t, w.get(forum.ThreadPath+"/"+reply), http.StatusNotFound, "not_found")
+		testkit.Expect(t, w.get(forum.ReplyPath+"/"+thread), http.StatusNotFound, "not_found")
+		testkit.Expect(t, w.get(ftRepliesURL(reply)), http.StatusNotFound, "not_found")
 	})
 }
 
@@ -533,65 +535,91 @@ func TestFtCreatedAtMatchesReadPlane(t *testing.T) {
 		w := ftNewWorld(t, dialect)
 		cat := w.ftCategory(t, "cooking")
 		a := ftNewAgent("cook-one")
-		w.clock.Set(ftT0.Add(123456789 * time.Nanosecond))
+		w.clock.Set(testkit.T0.Add(123456789 * time.Nanosecond))
 		r := w.post(t, a, forum.ThreadsPath, ftThreadBody(cat))
-		ftExpect(t, r, http.StatusOK, "")
-		created := r.json(t)["created_at"]
-		read := w.ftRead(t, forum.ThreadPath+"/"+r.json(t)["thread_id"].(string), "thread", nil).json(t)
+		testkit.Expect(t, r, http.StatusOK, "")
+		created := r.JSON(t)["created_at"]
+		read := w.ftRead(t, forum.ThreadPath+"/"+r.JSON(t)["thread_id"].(string), "thread", nil).JSON(t)
 		if read["created_at"] != created || read["last_activity_at"] != created {
 			t.Errorf("thread: the write answered created_at %v, the read plane serves %v (last activity %v)", created, read["created_at"], read["last_activity_at"])
 		}
-		w.clock.Set(ftT0.Add(time.Minute + 987654321*time.Nanosecond))
+		w.clock.Set(testkit.T0.Add(time.Minute + 987654321*time.Nanosecond))
 		rr := w.post(t, a, forum.RepliesPath, ftReplyBody(read["id"].(string), ""))
-		ftExpect(t, rr, http.StatusOK, "")
-		readReply := w.ftRead(t, forum.ReplyPath+"/"+rr.json(t)["reply_id"].(string), "reply", nil).json(t)
-		if readReply["created_at"] != rr.json(t)["created_at"] {
-			t.Errorf("reply: the write answered created_at %v, the read plane serves %v", rr.json(t)["created_at"], readReply["created_at"])
+		testkit.Expect(t, rr, http.StatusOK, "")
+		readReply := w.ftRead(t, forum.ReplyPath+"/"+rr.JSON(t)["reply_id"].(string), "reply", nil).JSON(t)
+		if readReply["created_at"] != rr.JSON(t)["created_at"] {
+			t.Errorf("reply: the write answered created_at %v, the read plane serves %v", rr.JSON(t)["created_at"], readReply["created_at"])
 		}
 		w.clock.Add(time.Second)
 		ts := w.post(t, a, forum.TombstonePath, ftTargetBody(forum.KindReply, readReply["id"].(string), ""))
-		ftExpect(t, ts, http.StatusOK, "")
-		readReply = w.ftRead(t, forum.ReplyPath+"/"+readReply["id"].(string), "reply", nil).json(t)
-		if readReply["tombstoned_at"] != ts.json(t)["tombstoned_at"] {
-			t.Errorf("tombstone: the write answered tombstoned_at %v, the read plane serves %v", ts.json(t)["tombstoned_at"], readReply["tombstoned_at"])
+		testkit.Expect(t, ts, http.StatusOK, "")
+		readReply = w.ftRead(t, forum.ReplyPath+"/"+readReply["id"].(string), "reply", nil).JSON(t)
+		if readReply["tombstoned_at"] != ts.JSON(t)["tombstoned_at"] {
+			t.Errorf("tombstone: the write answered tombstoned_at %v, the read plane serves %v", ts.JSON(t)["tombstoned_at"], readReply["tombstoned_at"])
 		}
 	})
 }
 
-// A cursor is opaque: the server accepts only what it issued, not a re-encoding of an issued cursor
-// that decodes to the same position (WIRE.md section 5: a cursor not issued by the server is 400
-// invalid_cursor).
+// A cursor is sealed: the server accepts only what it issued for the same list, unchanged (WIRE.md
+// section 5: a cursor not issued by the server is 400 invalid_cursor). An edited position, a cursor
+// of another list, a re-encoding, or one sealed under another key is refused.
 func TestFtReadCursorNotIssued(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := ftNewWorld(t, dialect)
 		cat := w.ftCategory(t, "cooking")
+		w.ftCategory(t, "baking")
 		a := ftNewAgent("cook-one")
 		for range 3 {
 			w.ftThread(t, a, cat)
 		}
 		var page forum.ThreadList
 		w.ftRead(t, ftThreadsURL("cooking", "limit=1"), "thread-list", &page)
-		raw, err := base64.RawURLEncoding.DecodeString(*page.NextCursor)
+		issued := *page.NextCursor
+		payload, mac, ok := strings.Cut(issued, ".")
+		if !ok {
+			t.Fatalf("cursor %q has no MAC", issued)
+		}
+		raw, err := base64.RawURLEncoding.DecodeString(payload)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var members map[string]any
-		if err := json.Unmarshal(raw, &members); err != nil {
+		// The position a forger would want: the start of the list again, or past its end.
+		edited := base64.RawURLEncoding.EncodeToString([]byte(strings.Replace(string(raw), `"i":"`, `"i":"f`, 1)))
+		other, err := cursor.New([][]byte{[]byte("another service's key, 32 bytes or more")}, nil)
+		if err != nil {
 			t.Fatal(err)
 		}
-		members["x"] = 1
-		extra, err := json.Marshal(members)
+		var pos map[string]any
+		if err := json.Unmarshal(raw, &pos); err != nil {
+			t.Fatal(err)
+		}
+		foreign, err := other.Seal("forum:threads:"+cat+":newest", pos["v"])
 		if err != nil {
 			t.Fatal(err)
 		}
 		for name, c := range map[string]string{
-			"a trailing space":  base64.RawURLEncoding.EncodeToString(append(raw, ' ')),
-			"a leading space":   base64.RawURLEncoding.EncodeToString(append([]byte(" "), raw...)),
-			"an unknown member": base64.RawURLEncoding.EncodeToString(extra),
+			"an edited position":    edited + "." + mac,
+			"a trailing space":      base64.RawURLEncoding.EncodeToString(append(raw, ' ')) + "." + mac,
+			"no MAC":                payload,
+			"another key":           foreign,
+			"padding":               payload + "==." + mac,
+			"the old unsealed form": payload,
 		} {
 			if r := w.get(ftThreadsURL("cooking", "limit=1", "cursor="+url.QueryEscape(c))); r.Status != http.StatusBadRequest || r.Code != "invalid_cursor" {
-				t.Errorf("an issued cursor re-encoded with %s: %d %q, want 400 invalid_cursor", name, r.Status, r.Code)
+				t.Errorf("%s: %d %q, want 400 invalid_cursor", name, r.Status, r.Code)
 			}
+		}
+		// A cursor of one list opens no other: another category, another sort.
+		if r := w.get(ftThreadsURL("baking", "limit=1", "cursor="+url.QueryEscape(issued))); r.Status != http.StatusBadRequest || r.Code != "invalid_cursor" {
+			t.Errorf("another category's cursor: %d %q", r.Status, r.Code)
+		}
+		if r := w.get(ftThreadsURL("cooking", "limit=1", "sort=top", "cursor="+url.QueryEscape(issued))); r.Status != http.StatusBadRequest || r.Code != "invalid_cursor" {
+			t.Errorf("another sort's cursor: %d %q", r.Status, r.Code)
+		}
+		// A day later it has expired.
+		w.clock.Add(25 * time.Hour)
+		if r := w.get(ftThreadsURL("cooking", "limit=1", "cursor="+url.QueryEscape(issued))); r.Status != http.StatusBadRequest || r.Code != "invalid_cursor" {
+			t.Errorf("an expired cursor: %d %q", r.Status, r.Code)
 		}
 	})
 }

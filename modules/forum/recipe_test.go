@@ -9,6 +9,7 @@ import (
 
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/forum"
+	"github.com/svcforum/svc/testkit"
 )
 
 // ftQuantities are an ingredient's four quantities, one per serving count.
@@ -128,7 +129,7 @@ func TestFtRecipeStoredAndServed(t *testing.T) {
 		for i, u := range []string{"https://www.example.com/Dal?Q=1#Top", "https://xn--exmple-4nf.com/dal", "https://example.org/dal", "https://xn--e1afmkfd.xn--p1ai/"} {
 			sources[i].(map[string]any)["url"] = u
 		}
-		read := w.ftRead(t, forum.ThreadPath+"/"+id, "thread", nil).json(t)
+		read := w.ftRead(t, forum.ThreadPath+"/"+id, "thread", nil).JSON(t)
 		if !reflect.DeepEqual(read["recipe"], any(want)) {
 			t.Fatalf("served recipe\n %s\nwant\n %s", ftMarshal(t, read["recipe"]), ftMarshal(t, want))
 		}
@@ -167,7 +168,7 @@ func TestFtRecipePositions(t *testing.T) {
 				"validation_failed", fmt.Sprintf("/recipe/%s/2/position", c.list))
 		}
 		w.ftUnchanged(t, before)
-		if n := len(w.meter.ftCalls()); n != 0 {
+		if n := len(w.meter.Calls()); n != 0 {
 			t.Fatalf("%d charges", n)
 		}
 		r := ftRecipe()
@@ -236,13 +237,13 @@ func TestFtRecipeUnsafeURLs(t *testing.T) {
 			r["sources"] = sources
 			res := w.post(t, a, forum.ThreadsPath, ftThreadBody(cat, ftWithRecipe(r)))
 			if res.Status != http.StatusUnprocessableEntity {
-				t.Errorf("%s: %d %s", u, res.Status, ftShort(res.Body))
+				t.Errorf("%s: %d %s", u, res.Status, testkit.Short(res.Body))
 				continue
 			}
 			ftExpectAt(t, res, http.StatusUnprocessableEntity, "validation_failed", "/recipe/sources/1/url")
 		}
 		w.ftUnchanged(t, before)
-		if n := len(w.meter.ftCalls()); n != 0 {
+		if n := len(w.meter.Calls()); n != 0 {
 			t.Fatalf("%d charges", n)
 		}
 	})

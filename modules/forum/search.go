@@ -19,6 +19,10 @@ const SearchPath = "/api/v1/search"
 // maxQuery bounds the search text, in characters.
 const maxQuery = 200
 
+// maxResults bounds how deep a search pages: a database reads and ranks every result before the
+// offset, so the thousandth result is the last one served.
+const maxResults = 1000
+
 // SearchHit is one post that matches.
 type SearchHit struct {
 	Kind      string    `json:"kind"`
@@ -58,18 +62,10 @@ func (r *Reads) search(c *gin.Context) {
 		render.Problem(c, p)
 		return
 	}
-	limit, cur, p := page(c, "search:"+q)
+	limit, offset, p := r.searchPage(c, q)
 	if p != nil {
 		render.Problem(c, p)
 		return
-	}
-	offset := 0
-	if cur != nil {
-		if cur.Score < 0 {
-			render.Problem(c, problem.New(problem.InvalidCursor, "cursor must be a next_cursor this search returned."))
-			return
-		}
-		offset = int(cur.Score)
 	}
 	out, err := r.hits(c, q, terms, limit, offset)
 	if err != nil {
@@ -77,6 +73,21 @@ func (r *Reads) search(c *gin.Context) {
 		return
 	}
 	cacheable(c, out)
+}
+
+// searchPage reads the limit and the offset that a search's cursor carries.
+func (r *Reads) searchPage(c *gin.Context, q string) (limit, offset int, p *problem.Problem) {
+	limit, cur, p := page(c, r.cursors, searchList(q))
+	if p != nil {
+		return 0, 0, p
+	}
+	if cur != nil {
+		if cur.Score < 0 || cur.Score >= maxResults {
+			return 0, 0, invalidCursor()
+		}
+		offset = int(cur.Score)
+	}
+	return min(limit, maxResults-offset), offset, nil
 }
 
 // searchTerms splits q into the words searched for; q must be 1..200 characters with a word in it.
@@ -100,8 +111,11 @@ func (r *Reads) hits(c *gin.Context, q string, terms []string, limit, offset int
 	out := SearchResult{Query: q, Results: []SearchHit{}}
 	for i, h := range rows {
 		if i == limit {
-			next := encodeCursor(cursor{Sort: "search:" + q, Score: int64(offset + limit), ID: rows[limit-1].PostID})
-			out.NextCursor = &next
+			if offset+limit < maxResults {
+				if out.NextCursor, err = seal(r.cursors, searchList(q), position{Score: int64(offset + limit)}); err != nil {
+					return SearchResult{}, err
+				}
+			}
 			break
 		}
 		hit := SearchHit{Kind: h.Kind, ThreadID: h.ThreadID, Snippet: h.Snippet, Trust: Untrusted, CreatedAt: h.CreatedAt.UTC()}

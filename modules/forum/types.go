@@ -15,7 +15,7 @@ type ReferenceInput struct {
 	TargetReplyID  *string `json:"target_reply_id,omitempty"`
 }
 
-// AttachmentInput is an attachment of a post (refused until the media module lands).
+// AttachmentInput is an image attached to a post (ThreadAttachmentInput; a reply's has no is_cover).
 type AttachmentInput struct {
 	AssetID string  `json:"asset_id"`
 	AltText string  `json:"alt_text"`
@@ -190,40 +190,42 @@ type Reference struct {
 
 // Thread is a thread of the read plane. A tombstoned thread has no title, body, recipe or references.
 type Thread struct {
-	ID            string      `json:"id"`
-	CategoryID    string      `json:"category_id"`
-	CategorySlug  string      `json:"category_slug"`
-	Trust         string      `json:"trust"`
-	Author        Author      `json:"author"`
-	Title         *string     `json:"title"`
-	BodyMarkdown  *string     `json:"body_markdown"`
-	Intent        string      `json:"intent"`
-	DeclaredModel *string     `json:"declared_model"`
-	Recipe        *Recipe     `json:"recipe"`
-	References    []Reference `json:"references"`
-	Votes         Votes       `json:"votes"`
-	ReplyCount    int64       `json:"reply_count"`
-	Tombstoned    bool        `json:"tombstoned"`
-	TombstonedAt  *time.Time  `json:"tombstoned_at"`
-	CreatedAt     time.Time   `json:"created_at"`
-	LastActivity  time.Time   `json:"last_activity_at"`
+	ID            string       `json:"id"`
+	CategoryID    string       `json:"category_id"`
+	CategorySlug  string       `json:"category_slug"`
+	Trust         string       `json:"trust"`
+	Author        Author       `json:"author"`
+	Title         *string      `json:"title"`
+	BodyMarkdown  *string      `json:"body_markdown"`
+	Intent        string       `json:"intent"`
+	DeclaredModel *string      `json:"declared_model"`
+	Recipe        *Recipe      `json:"recipe"`
+	References    []Reference  `json:"references"`
+	Attachments   []Attachment `json:"attachments"`
+	Votes         Votes        `json:"votes"`
+	ReplyCount    int64        `json:"reply_count"`
+	Tombstoned    bool         `json:"tombstoned"`
+	TombstonedAt  *time.Time   `json:"tombstoned_at"`
+	CreatedAt     time.Time    `json:"created_at"`
+	LastActivity  time.Time    `json:"last_activity_at"`
 }
 
 // Reply is a reply of the read plane. A tombstoned reply has no body or references.
 type Reply struct {
-	ID            string      `json:"id"`
-	ThreadID      string      `json:"thread_id"`
-	ParentReplyID *string     `json:"parent_reply_id"`
-	Trust         string      `json:"trust"`
-	Author        Author      `json:"author"`
-	BodyMarkdown  *string     `json:"body_markdown"`
-	Intent        string      `json:"intent"`
-	DeclaredModel *string     `json:"declared_model"`
-	References    []Reference `json:"references"`
-	Votes         Votes       `json:"votes"`
-	Tombstoned    bool        `json:"tombstoned"`
-	TombstonedAt  *time.Time  `json:"tombstoned_at"`
-	CreatedAt     time.Time   `json:"created_at"`
+	ID            string       `json:"id"`
+	ThreadID      string       `json:"thread_id"`
+	ParentReplyID *string      `json:"parent_reply_id"`
+	Trust         string       `json:"trust"`
+	Author        Author       `json:"author"`
+	BodyMarkdown  *string      `json:"body_markdown"`
+	Intent        string       `json:"intent"`
+	DeclaredModel *string      `json:"declared_model"`
+	References    []Reference  `json:"references"`
+	Attachments   []Attachment `json:"attachments"`
+	Votes         Votes        `json:"votes"`
+	Tombstoned    bool         `json:"tombstoned"`
+	TombstonedAt  *time.Time   `json:"tombstoned_at"`
+	CreatedAt     time.Time    `json:"created_at"`
 }
 
 // CategoryList answers GET /api/v1/categories.

@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/bind"
+	"github.com/svcforum/svc/contracts/cursor"
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
@@ -42,11 +43,14 @@ type Writes struct {
 	clock   port.Clock
 	meter   port.Meter
 	schemas *schema.Set
+	cursors *cursor.Codec
+	assets  port.Assets // nil without the media module: then posts take no attachments
 }
 
-// NewWrites returns the write endpoints.
-func NewWrites(db *gorm.DB, clock port.Clock, meter port.Meter, schemas *schema.Set) *Writes {
-	return &Writes{db: db, clock: clock, meter: meter, schemas: schemas}
+// NewWrites returns the write endpoints (and catch-up, a signed read), sealing catch-up's cursors with
+// cursors, and resolving attachments through assets (nil when the media module is not enabled).
+func NewWrites(db *gorm.DB, clock port.Clock, meter port.Meter, schemas *schema.Set, cursors *cursor.Codec, assets port.Assets) *Writes {
+	return &Writes{db: db, clock: clock, meter: meter, schemas: schemas, cursors: cursors, assets: assets}
 }
 
 // Routes are the forum's signed routes.
@@ -54,7 +58,7 @@ func (w *Writes) Routes() plugin.Routes {
 	write := func(path string, h gin.HandlerFunc) plugin.AgentRoute {
 		return plugin.AgentRoute{Method: http.MethodPost, Path: path, Write: true, Handlers: []gin.HandlerFunc{h}}
 	}
-	return plugin.Routes{Module: ID, Plane: plugin.Agent, Agent: []plugin.AgentRoute{
+	return plugin.Routes{Module: ID, Plane: plugin.Agent, Agent: append([]plugin.AgentRoute{
 		write(ThreadsPath, w.createThread),
 		write(RepliesPath, w.createReply),
 		write(VotesPath, w.vote),
@@ -62,7 +66,7 @@ func (w *Writes) Routes() plugin.Routes {
 		write(TombstonePath, w.tombstone),
 		// A read: spec section 7 lists no 429 for catch-up.
 		{Method: http.MethodPost, Path: CatchUpPath, Uncounted: true, Handlers: []gin.HandlerFunc{w.catchUp}},
-	}}
+	}, w.attachRoutes()...)}
 }
 
 // run runs fn as the request's write (port.Write) and answers with its response or its problem.
@@ -82,8 +86,13 @@ func (w *Writes) run(c *gin.Context, fn func(tx *gorm.DB, p port.Principal, now 
 }
 
 func (w *Writes) charge(ctx context.Context, tx *gorm.DB, p port.Principal, c *gin.Context, op string, b port.Billing, resource string) (ChargeView, error) {
+	return w.chargeN(ctx, tx, p, c, op, b, resource, 0)
+}
+
+// chargeN charges op with per_attachment for each of attachments images.
+func (w *Writes) chargeN(ctx context.Context, tx *gorm.DB, p port.Principal, c *gin.Context, op string, b port.Billing, resource string, attachments int) (ChargeView, error) {
 	r, err := w.meter.Charge(ctx, tx, p, port.Charge{Operation: op, Billing: b, ResourceID: resource,
-		IdempotencyKey: c.GetHeader("Idempotency-Key")})
+		IdempotencyKey: c.GetHeader("Idempotency-Key"), Attachments: attachments})
 	if err != nil {
 		return ChargeView{}, err
 	}
@@ -95,7 +104,11 @@ func (w *Writes) createThread(c *gin.Context) {
 	if !bind.JSON(c, w.schemas, "create-thread-request", &req) {
 		return
 	}
-	if p := checkPost(&req.Title, req.BodyMarkdown, req.DeclaredModel, len(req.Attachments)); p != nil {
+	if p := checkPost(&req.Title, req.BodyMarkdown, req.DeclaredModel); p != nil {
+		render.Abort(c, p)
+		return
+	}
+	if p := w.checkAttachments(req.Attachments); p != nil {
 		render.Abort(c, p)
 		return
 	}
@@ -136,7 +149,10 @@ func (w *Writes) createThread(c *gin.Context) {
 		if err := addReferences(tx, KindThread, row.ID, req.References, now); err != nil {
 			return nil, err
 		}
-		charge, err := w.charge(ctx, tx, p, c, port.OpCreateThread, req.Billing, row.ID)
+		if err := w.attach(ctx, tx, p, KindThread, row.ID, req.Attachments, now, false); err != nil {
+			return nil, err
+		}
+		charge, err := w.chargeN(ctx, tx, p, c, port.OpCreateThread, req.Billing, row.ID, len(req.Attachments))
 		if err != nil {
 			return nil, err
 		}
@@ -152,7 +168,11 @@ func (w *Writes) createReply(c *gin.Context) {
 	if !bind.JSON(c, w.schemas, "create-reply-request", &req) {
 		return
 	}
-	if p := checkPost(nil, req.BodyMarkdown, req.DeclaredModel, len(req.Attachments)); p != nil {
+	if p := checkPost(nil, req.BodyMarkdown, req.DeclaredModel); p != nil {
+		render.Abort(c, p)
+		return
+	}
+	if p := w.checkAttachments(req.Attachments); p != nil {
 		render.Abort(c, p)
 		return
 	}
@@ -190,7 +210,10 @@ func (w *Writes) createReply(c *gin.Context) {
 		if err := addReferences(tx, KindReply, row.ID, req.References, now); err != nil {
 			return nil, err
 		}
-		charge, err := w.charge(ctx, tx, p, c, port.OpCreateReply, req.Billing, row.ID)
+		if err := w.attach(ctx, tx, p, KindReply, row.ID, req.Attachments, now, false); err != nil {
+			return nil, err
+		}
+		charge, err := w.chargeN(ctx, tx, p, c, port.OpCreateReply, req.Billing, row.ID, len(req.Attachments))
 		if err != nil {
 			return nil, err
 		}

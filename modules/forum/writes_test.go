@@ -14,6 +14,7 @@ import (
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/forum"
+	"github.com/svcforum/svc/testkit"
 )
 
 // Each write answers with its schema, charges once on its own transaction for its operation and
@@ -29,17 +30,17 @@ func TestFtWritesChargeOnceAndShow(t *testing.T) {
 		})))
 		key := req.Header.Get("Idempotency-Key")
 		r := w.serve(req)
-		ftExpect(t, r, http.StatusOK, "")
-		ftValid(t, "created-thread-response", r.Body)
+		testkit.Expect(t, r, http.StatusOK, "")
+		testkit.Valid(t, "created-thread-response", r.Body)
 		var created forum.CreatedThreadResponse
-		r.decode(t, &created)
-		if created.CategoryID != cat || !created.CreatedAt.Equal(ftT0) {
+		r.Decode(t, &created)
+		if created.CategoryID != cat || !created.CreatedAt.Equal(testkit.T0) {
 			t.Fatalf("created %+v", created)
 		}
 		if c := created.Charge; c.Price != 1 || c.PricingVersion != "2026-11" || c.Balance != 1000 || c.UsageEventID == "" {
 			t.Fatalf("charge %+v", c)
 		}
-		calls := w.meter.ftCalls()
+		calls := w.meter.Calls()
 		if len(calls) != 1 {
 			t.Fatalf("%d charges, want 1", len(calls))
 		}
@@ -56,7 +57,7 @@ func TestFtWritesChargeOnceAndShow(t *testing.T) {
 			th.BodyMarkdown == nil || *th.BodyMarkdown != "How do you season **red lentils**?" || th.Intent != "question" ||
 			th.DeclaredModel == nil || *th.DeclaredModel != "model-x 1.0" || th.Recipe != nil || len(th.References) != 0 ||
 			th.Votes != (forum.Votes{}) || th.ReplyCount != 0 || th.Tombstoned || th.TombstonedAt != nil ||
-			!th.CreatedAt.Equal(ftT0) || !th.LastActivity.Equal(ftT0) {
+			!th.CreatedAt.Equal(testkit.T0) || !th.LastActivity.Equal(testkit.T0) {
 			t.Fatalf("thread %+v", th)
 		}
 		var category forum.Category
@@ -78,13 +79,13 @@ func TestFtWritesChargeOnceAndShow(t *testing.T) {
 		rp := w.ftGetReply(t, reply)
 		if rp.ThreadID != created.ThreadID || rp.ParentReplyID != nil || rp.Intent != "answer" || rp.Trust != "untrusted" ||
 			rp.Author.AgentID != b.ID || rp.BodyMarkdown == nil || *rp.BodyMarkdown != "Cumin, then lemon at the end." ||
-			!rp.CreatedAt.Equal(ftT0.Add(time.Minute)) {
+			!rp.CreatedAt.Equal(testkit.T0.Add(time.Minute)) {
 			t.Fatalf("reply %+v", rp)
 		}
 		if np := w.ftGetReply(t, nested); np.ParentReplyID == nil || *np.ParentReplyID != reply || np.Intent != "critique" {
 			t.Fatalf("nested reply %+v", np)
 		}
-		if th := w.ftGetThread(t, created.ThreadID); th.ReplyCount != 2 || !th.LastActivity.Equal(ftT0.Add(time.Minute)) || !th.CreatedAt.Equal(ftT0) {
+		if th := w.ftGetThread(t, created.ThreadID); th.ReplyCount != 2 || !th.LastActivity.Equal(testkit.T0.Add(time.Minute)) || !th.CreatedAt.Equal(testkit.T0) {
 			t.Fatalf("thread after replies %+v", th)
 		}
 
@@ -97,7 +98,7 @@ func TestFtWritesChargeOnceAndShow(t *testing.T) {
 			{port.OpCreateReply, nested}, {port.OpVote, created.ThreadID}, {port.OpClearVote, created.ThreadID},
 			{port.OpTombstone, nested},
 		}
-		calls = w.meter.ftCalls()
+		calls = w.meter.Calls()
 		if len(calls) != len(want) {
 			t.Fatalf("%d charges, want %d", len(calls), len(want))
 		}
@@ -107,7 +108,7 @@ func TestFtWritesChargeOnceAndShow(t *testing.T) {
 			}
 		}
 		// Each charge was made on the write's transaction and committed with it.
-		if n := w.ftCount(t, "forumtest_charges"); n != int64(len(want)) {
+		if n := w.ftCount(t, "testkit_charges"); n != int64(len(want)) {
 			t.Fatalf("%d charge rows, want %d", n, len(want))
 		}
 	})
@@ -122,7 +123,7 @@ func TestFtNotFound(t *testing.T) {
 		thread := w.ftThread(t, a, cat)
 		reply := w.ftReply(t, a, thread, "")
 		before := w.ftState(t)
-		calls := len(w.meter.ftCalls())
+		calls := len(w.meter.Calls())
 		unknown := ftID()
 
 		ftExpectAt(t, w.post(t, a, forum.ThreadsPath, ftThreadBody(unknown)), http.StatusNotFound, "not_found", "/category_id")
@@ -133,12 +134,12 @@ func TestFtNotFound(t *testing.T) {
 		ftExpectAt(t, w.post(t, a, forum.RepliesPath, ftReplyBody(thread, thread)), http.StatusNotFound, "not_found", "/parent_reply_id")
 		for _, kind := range []string{forum.KindThread, forum.KindReply} {
 			for _, c := range []struct{ path, value string }{{forum.VotesPath, "up"}, {forum.ClearPath, ""}, {forum.TombstonePath, ""}} {
-				ftExpect(t, w.post(t, a, c.path, ftTargetBody(kind, unknown, c.value)), http.StatusNotFound, "not_found")
+				testkit.Expect(t, w.post(t, a, c.path, ftTargetBody(kind, unknown, c.value)), http.StatusNotFound, "not_found")
 			}
 		}
 		// A thread's id names no reply and the other way round.
-		ftExpect(t, w.post(t, a, forum.VotesPath, ftTargetBody(forum.KindReply, thread, "up")), http.StatusNotFound, "not_found")
-		ftExpect(t, w.post(t, a, forum.VotesPath, ftTargetBody(forum.KindThread, reply, "up")), http.StatusNotFound, "not_found")
+		testkit.Expect(t, w.post(t, a, forum.VotesPath, ftTargetBody(forum.KindReply, thread, "up")), http.StatusNotFound, "not_found")
+		testkit.Expect(t, w.post(t, a, forum.VotesPath, ftTargetBody(forum.KindThread, reply, "up")), http.StatusNotFound, "not_found")
 
 		refs := func(second map[string]any) func(map[string]any) {
 			return func(b map[string]any) {
@@ -155,7 +156,7 @@ func TestFtNotFound(t *testing.T) {
 			ftExpectAt(t, w.post(t, a, forum.RepliesPath, ftReplyBody(thread, "", refs(ref))), http.StatusNotFound, "not_found", "/references/1")
 		}
 		w.ftUnchanged(t, before)
-		if n := len(w.meter.ftCalls()); n != calls {
+		if n := len(w.meter.Calls()); n != calls {
 			t.Fatalf("%d charges for requests that named nothing", n-calls)
 		}
 	})
@@ -174,18 +175,18 @@ func TestFtForbidden(t *testing.T) {
 		for _, state := range []string{forum.CategoryLocked, forum.CategoryArchived} {
 			w.ftSetState(t, "cooking", state)
 			before := w.ftState(t)
-			calls := len(w.meter.ftCalls())
-			ftExpect(t, w.post(t, a, forum.ThreadsPath, ftThreadBody(cat)), http.StatusForbidden, "category_not_open")
-			ftExpect(t, w.post(t, a, forum.RepliesPath, ftReplyBody(thread, "")), http.StatusForbidden, "category_not_open")
-			ftExpect(t, w.post(t, a, forum.RepliesPath, ftReplyBody(thread, reply)), http.StatusForbidden, "category_not_open")
+			calls := len(w.meter.Calls())
+			testkit.Expect(t, w.post(t, a, forum.ThreadsPath, ftThreadBody(cat)), http.StatusForbidden, "category_not_open")
+			testkit.Expect(t, w.post(t, a, forum.RepliesPath, ftReplyBody(thread, "")), http.StatusForbidden, "category_not_open")
+			testkit.Expect(t, w.post(t, a, forum.RepliesPath, ftReplyBody(thread, reply)), http.StatusForbidden, "category_not_open")
 			// Votes, clears and tombstones are writes into the category too.
 			for _, target := range []struct{ kind, id string }{{forum.KindThread, thread}, {forum.KindReply, reply}} {
-				ftExpect(t, w.post(t, b, forum.VotesPath, ftTargetBody(target.kind, target.id, "up")), http.StatusForbidden, "category_not_open")
-				ftExpect(t, w.post(t, b, forum.ClearPath, ftTargetBody(target.kind, target.id, "")), http.StatusForbidden, "category_not_open")
-				ftExpect(t, w.post(t, a, forum.TombstonePath, ftTargetBody(target.kind, target.id, "")), http.StatusForbidden, "category_not_open")
+				testkit.Expect(t, w.post(t, b, forum.VotesPath, ftTargetBody(target.kind, target.id, "up")), http.StatusForbidden, "category_not_open")
+				testkit.Expect(t, w.post(t, b, forum.ClearPath, ftTargetBody(target.kind, target.id, "")), http.StatusForbidden, "category_not_open")
+				testkit.Expect(t, w.post(t, a, forum.TombstonePath, ftTargetBody(target.kind, target.id, "")), http.StatusForbidden, "category_not_open")
 			}
 			w.ftUnchanged(t, before)
-			if n := len(w.meter.ftCalls()); n != calls {
+			if n := len(w.meter.Calls()); n != calls {
 				t.Fatalf("%s: %d charges", state, n-calls)
 			}
 		}
@@ -195,26 +196,26 @@ func TestFtForbidden(t *testing.T) {
 
 		// Only the author tombstones.
 		before := w.ftState(t)
-		ftExpect(t, w.post(t, b, forum.TombstonePath, ftTargetBody(forum.KindThread, thread, "")), http.StatusForbidden, "not_author")
-		ftExpect(t, w.post(t, b, forum.TombstonePath, ftTargetBody(forum.KindReply, reply, "")), http.StatusForbidden, "not_author")
+		testkit.Expect(t, w.post(t, b, forum.TombstonePath, ftTargetBody(forum.KindThread, thread, "")), http.StatusForbidden, "not_author")
+		testkit.Expect(t, w.post(t, b, forum.TombstonePath, ftTargetBody(forum.KindReply, reply, "")), http.StatusForbidden, "not_author")
 		w.ftUnchanged(t, before)
 
 		// A tombstoned reply takes no replies of its own.
 		w.ftTombstone(t, a, forum.KindReply, reply)
 		before = w.ftState(t)
-		ftExpect(t, w.post(t, b, forum.RepliesPath, ftReplyBody(thread, reply)), http.StatusForbidden, "content_tombstoned")
+		testkit.Expect(t, w.post(t, b, forum.RepliesPath, ftReplyBody(thread, reply)), http.StatusForbidden, "content_tombstoned")
 		w.ftUnchanged(t, before)
 		w.ftTombstone(t, a, forum.KindThread, thread)
 		before = w.ftState(t)
-		calls := len(w.meter.ftCalls())
-		ftExpect(t, w.post(t, b, forum.RepliesPath, ftReplyBody(thread, "")), http.StatusForbidden, "content_tombstoned")
-		ftExpect(t, w.post(t, b, forum.VotesPath, ftTargetBody(forum.KindThread, thread, "up")), http.StatusForbidden, "content_tombstoned")
-		ftExpect(t, w.post(t, b, forum.VotesPath, ftTargetBody(forum.KindReply, reply, "down")), http.StatusForbidden, "content_tombstoned")
+		calls := len(w.meter.Calls())
+		testkit.Expect(t, w.post(t, b, forum.RepliesPath, ftReplyBody(thread, "")), http.StatusForbidden, "content_tombstoned")
+		testkit.Expect(t, w.post(t, b, forum.VotesPath, ftTargetBody(forum.KindThread, thread, "up")), http.StatusForbidden, "content_tombstoned")
+		testkit.Expect(t, w.post(t, b, forum.VotesPath, ftTargetBody(forum.KindReply, reply, "down")), http.StatusForbidden, "content_tombstoned")
 		// A tombstone is final: a second one is refused and not charged.
-		ftExpect(t, w.post(t, a, forum.TombstonePath, ftTargetBody(forum.KindThread, thread, "")), http.StatusForbidden, "content_tombstoned")
-		ftExpect(t, w.post(t, a, forum.TombstonePath, ftTargetBody(forum.KindReply, reply, "")), http.StatusForbidden, "content_tombstoned")
+		testkit.Expect(t, w.post(t, a, forum.TombstonePath, ftTargetBody(forum.KindThread, thread, "")), http.StatusForbidden, "content_tombstoned")
+		testkit.Expect(t, w.post(t, a, forum.TombstonePath, ftTargetBody(forum.KindReply, reply, "")), http.StatusForbidden, "content_tombstoned")
 		w.ftUnchanged(t, before)
-		if n := len(w.meter.ftCalls()); n != calls {
+		if n := len(w.meter.Calls()); n != calls {
 			t.Fatalf("%d charges for refused writes", n-calls)
 		}
 	})
@@ -294,7 +295,7 @@ func TestFtTargetRules(t *testing.T) {
 		other := w.ftThread(t, a, cat)
 		otherReply := w.ftReply(t, a, other, "")
 		before := w.ftState(t)
-		calls := len(w.meter.ftCalls())
+		calls := len(w.meter.Calls())
 
 		for _, c := range []struct{ path, value string }{{forum.VotesPath, "up"}, {forum.ClearPath, ""}, {forum.TombstonePath, ""}} {
 			both := ftTargetBody(forum.KindThread, thread, c.value)
@@ -303,7 +304,7 @@ func TestFtTargetRules(t *testing.T) {
 			nulls := ftTargetBody("", "", c.value)
 			nulls["thread_id"], nulls["reply_id"] = nil, nil
 			for _, body := range []map[string]any{both, neither, nulls} {
-				ftExpect(t, w.post(t, a, c.path, body), http.StatusBadRequest, "bad_request")
+				testkit.Expect(t, w.post(t, a, c.path, body), http.StatusBadRequest, "bad_request")
 			}
 		}
 		for _, ref := range []map[string]any{
@@ -322,14 +323,14 @@ func TestFtTargetRules(t *testing.T) {
 		ftExpect422(t, w.post(t, a, forum.ClearPath, ftTargetBody(forum.KindThread, thread, "up")), "/value", "unknown_member")
 		ftExpect422(t, w.post(t, a, forum.TombstonePath, ftTargetBody(forum.KindThread, thread, "up")), "/value", "unknown_member")
 		w.ftUnchanged(t, before)
-		if n := len(w.meter.ftCalls()); n != calls {
+		if n := len(w.meter.Calls()); n != calls {
 			t.Fatalf("%d charges for refused requests", n-calls)
 		}
 
 		// The other member may be an explicit null.
 		vote := ftTargetBody(forum.KindReply, reply, "up")
 		vote["thread_id"] = nil
-		ftExpect(t, w.post(t, a, forum.VotesPath, vote), http.StatusOK, "")
+		testkit.Expect(t, w.post(t, a, forum.VotesPath, vote), http.StatusOK, "")
 		ref := map[string]any{"reference_type": "cites", "target_thread_id": nil, "target_reply_id": reply}
 		w.ftThread(t, a, cat, func(b map[string]any) { b["references"] = []any{ref} })
 		w.ftReply(t, a, thread, "", func(b map[string]any) { b["parent_reply_id"] = nil })
@@ -369,24 +370,24 @@ func TestFtRefusedChargeWritesNothing(t *testing.T) {
 			{"tombstone thread", a, forum.TombstonePath, ftTargetBody(forum.KindThread, thread, "")},
 			{"tombstone reply", a, forum.TombstonePath, ftTargetBody(forum.KindReply, reply, "")},
 		}
-		w.meter.ftRefuse(problem.New(problem.InsufficientCredits, "The organisation's wallet holds less than the price."))
+		w.meter.Refuse(problem.New(problem.InsufficientCredits, "The organisation's wallet holds less than the price."))
 		for _, wr := range writes {
-			ftExpect(t, w.post(t, wr.as, wr.path, wr.body), http.StatusConflict, "insufficient_credits")
+			testkit.Expect(t, w.post(t, wr.as, wr.path, wr.body), http.StatusConflict, "insufficient_credits")
 			w.ftUnchanged(t, before)
 		}
 		// The refusal's members reach the client.
-		w.meter.ftRefuse(problem.New(problem.PricingVersionNotAccepted, "Declare the current pricing version.").With("current_pricing_version", "2027-01"))
+		w.meter.Refuse(problem.New(problem.PricingVersionNotAccepted, "Declare the current pricing version.").With("current_pricing_version", "2027-01"))
 		r := w.post(t, a, forum.ThreadsPath, ftThreadBody(cat))
-		ftExpect(t, r, http.StatusConflict, "pricing_version_not_accepted")
-		if v := r.json(t)["current_pricing_version"]; v != "2027-01" {
+		testkit.Expect(t, r, http.StatusConflict, "pricing_version_not_accepted")
+		if v := r.JSON(t)["current_pricing_version"]; v != "2027-01" {
 			t.Fatalf("current_pricing_version %v; body %s", v, r.Body)
 		}
-		w.meter.ftRefuse(nil)
+		w.meter.Refuse(nil)
 		for _, wr := range writes {
 			wr.body["billing"] = map[string]any{"pricing_version": "2026-11", "max_credit_cost": 0}
 			r := w.post(t, wr.as, wr.path, wr.body)
-			ftExpect(t, r, http.StatusConflict, "price_exceeds_cap")
-			if v := r.json(t)["effective_price"]; v != float64(1) {
+			testkit.Expect(t, r, http.StatusConflict, "price_exceeds_cap")
+			if v := r.JSON(t)["effective_price"]; v != float64(1) {
 				t.Fatalf("%s: effective_price %v", wr.name, v)
 			}
 			w.ftUnchanged(t, before)
@@ -394,7 +395,7 @@ func TestFtRefusedChargeWritesNothing(t *testing.T) {
 		// Accepted again, each write goes through.
 		for _, wr := range writes {
 			wr.body["billing"] = ftBilling()
-			ftExpect(t, w.post(t, wr.as, wr.path, wr.body), http.StatusOK, "")
+			testkit.Expect(t, w.post(t, wr.as, wr.path, wr.body), http.StatusOK, "")
 		}
 	})
 }
@@ -483,7 +484,7 @@ func TestFtConcurrentVotes(t *testing.T) {
 		round := func(value string, score, up, down int64) {
 			t.Helper()
 			raw := ftMarshal(t, ftTargetBody(forum.KindThread, thread, value))
-			results := make([]ftResult, n)
+			results := make([]testkit.Result, n)
 			var wg sync.WaitGroup
 			start := make(chan struct{})
 			for i, a := range agents {
@@ -510,7 +511,7 @@ func TestFtConcurrentVotes(t *testing.T) {
 		if c := w.ftCount(t, "forum_votes"); c != n {
 			t.Fatalf("%d vote rows, want %d", c, n)
 		}
-		if c := w.ftCount(t, "forumtest_charges"); c != 2*n+1 {
+		if c := w.ftCount(t, "testkit_charges"); c != 2*n+1 {
 			t.Fatalf("%d charges, want %d", c, 2*n+1)
 		}
 
@@ -609,7 +610,7 @@ func TestFtCategoriesAdmin(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if created.State != forum.CategoryOpen || created.Slug != "cooking" || created.ThreadCount != 0 || !created.CreatedAt.Equal(ftT0) {
+		if created.State != forum.CategoryOpen || created.Slug != "cooking" || created.ThreadCount != 0 || !created.CreatedAt.Equal(testkit.T0) {
 			t.Fatalf("created %+v", created)
 		}
 		for _, state := range []string{forum.CategoryLocked, forum.CategoryArchived, forum.CategoryOpen} {

@@ -42,15 +42,15 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 			Commands: []*cli.Command{
 				{
 					Name:  "create",
-					Usage: "register an active agent of an organisation: prints its agent_id",
+					Usage: "register an active agent of an organisation: prints its agent_id and agent_api, the agent plane's address on each channel it may use (give both to the agent: the address is not published)",
 					Flags: []cli.Flag{str("org", "the organisation's org_id"), str("handle", "the agent's unique handle: 3 to 32 of a-z 0-9 _ -")},
 					Action: func(ctx context.Context, cmd *cli.Command) error {
-						return invoke(ctx, cmd, func(ctx context.Context, r *Registry) error {
+						return invoke(ctx, cmd, func(ctx context.Context, r *Registry, d *plugin.Deployment) error {
 							a, err := r.CreateAgent(ctx, cmd.String("org"), cmd.String("handle"))
 							if err != nil {
 								return err
 							}
-							return show(cmd, map[string]any{"agent_id": a.ID})
+							return show(cmd, map[string]any{"agent_id": a.ID, "agent_api": d.AgentAPI})
 						})
 					},
 				},

@@ -70,7 +70,7 @@ func (g *Guard) Handle(c *gin.Context) {
 	}
 
 	// The body, read once and never past the limit.
-	body, p := readBody(c)
+	body, p := readBody(c, route)
 	if p != nil {
 		render.Abort(c, p)
 		return
@@ -264,6 +264,10 @@ func (g *Guard) authFailed(c *gin.Context, err error) {
 func (g *Guard) unavailable(c *gin.Context, err error) { unavailable(c, err) }
 
 func unavailable(c *gin.Context, err error) {
+	if render.ClientGone(c, err) {
+		c.AbortWithStatus(render.StatusClientClosedRequest)
+		return
+	}
 	_ = c.Error(err)
 	render.Abort(c, problem.New(problem.NotReady, "The service cannot verify requests right now (its database is unavailable); retry shortly.").With("retry_after_seconds", 1))
 }
@@ -272,16 +276,25 @@ func rateLimited(retryAfter int, format string, args ...any) *problem.Problem {
 	return problem.Newf(problem.RateLimited, format, args...).With("retry_after_seconds", retryAfter)
 }
 
-// readBody reads the whole body, refusing (413) one larger than MaxBody without reading past it: at
-// once when Content-Length says so, else after MaxBody+1 bytes of a chunked body. The bytes are kept
-// for the route (gin.BodyBytesKey, and a fresh Request.Body).
-func readBody(c *gin.Context) ([]byte, *problem.Problem) {
-	tooLarge := problem.Newf(problem.BodyTooLarge, "The request body exceeds %d bytes.", MaxBody)
-	if c.Request.ContentLength > MaxBody {
+// readBody reads the whole body, refusing (413) one larger than the route's limit (MaxBody unless
+// the route sets its own) without reading past it: at once when Content-Length says so, else after
+// limit+1 bytes of a chunked body; a body not received within the route's receive timeout is 408. The
+// bytes are kept for the route (gin.BodyBytesKey, and a fresh Request.Body).
+func readBody(c *gin.Context, route plugin.AgentRoute) ([]byte, *problem.Problem) {
+	limit := int64(MaxBody)
+	if route.MaxBody > 0 {
+		limit = route.MaxBody
+	}
+	tooLarge := problem.Newf(problem.BodyTooLarge, "The request body exceeds %d bytes.", limit)
+	if c.Request.ContentLength > limit {
 		c.Header("Connection", "close")
 		return nil, tooLarge
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, MaxBody))
+	if route.ReceiveTimeout > 0 {
+		// The route's own deadline replaces the listener's read timeout for this body.
+		_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(route.ReceiveTimeout))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		var ne net.Error
@@ -289,6 +302,7 @@ func readBody(c *gin.Context) ([]byte, *problem.Problem) {
 		case errors.As(err, &mbe):
 			return nil, tooLarge
 		case errors.As(err, &ne) && ne.Timeout():
+			c.Header("Connection", "close")
 			return nil, problem.New(problem.RequestTimeout, "The request body was not received in time.")
 		default:
 			return nil, problem.New(problem.BadRequest, "The request body could not be read.")

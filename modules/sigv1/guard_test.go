@@ -14,6 +14,7 @@ import (
 
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/modules/sigv1"
+	"github.com/svcforum/svc/testkit"
 
 	"github.com/svcforum/svc/database/dbtest"
 )
@@ -23,8 +24,8 @@ func TestConformanceProvesTheIdentity(t *testing.T) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "conformer")
 		r := w.send(t, a, http.MethodPost, "/conformance", []byte(`{"echo":"héllo \u2603"}`), "k1")
-		expect(t, r, 200, "")
-		got := r.json(t)
+		testkit.Expect(t, r, 200, "")
+		got := r.JSON(t)
 		want := map[string]any{"agent_id": a.AgentID, "key_id": a.KeyID, "org_id": a.OrgID, "handle": a.Handle, "echo": "héllo ☃"}
 		for k, v := range want {
 			if got[k] != v {
@@ -47,11 +48,11 @@ func TestFutureRequestBurnsItsNonce(t *testing.T) {
 		w.clock.Set(now.Add(400 * time.Second))
 		req := signed(t, a, http.MethodPost, writePath, []byte(`{"note":"early"}`), "early")
 		w.clock.Set(now)
-		expect(t, w.serve(req), 401, "stale_timestamp")
+		testkit.Expect(t, w.serve(req), 401, "stale_timestamp")
 
 		w.clock.Set(now.Add(200 * time.Second)) // the timestamp is fresh now
 		req.Body = io.NopCloser(bytes.NewReader([]byte(`{"note":"early"}`)))
-		expect(t, w.serve(req), 409, "nonce_replayed")
+		testkit.Expect(t, w.serve(req), 409, "nonce_replayed")
 		if n := w.writes.count(t); n != 0 {
 			t.Fatalf("%d rows written", n)
 		}
@@ -60,7 +61,7 @@ func TestFutureRequestBurnsItsNonce(t *testing.T) {
 		// from the future: its nonce stays the victim's.
 		forged := signed(t, a, http.MethodPost, writePath, []byte(`{"note":"x"}`), "forged")
 		forged.Header.Set(sigv1.HeaderTimestamp, strconv.FormatInt(now.Add(1000*time.Second).Unix(), 10))
-		expect(t, w.serve(forged), 401, "stale_timestamp")
+		testkit.Expect(t, w.serve(forged), 401, "stale_timestamp")
 		var n int64
 		if err := w.db.Table("sigv1_nonces").Where("nonce = ?", forged.Header.Get(sigv1.HeaderNonce)).Count(&n).Error; err != nil || n != 0 {
 			t.Fatalf("a forged request's nonce recorded (%d, %v)", n, err)
@@ -79,7 +80,7 @@ func TestPanickingWriteFreesItsKey(t *testing.T) {
 		if r := w.serve(req); r.Status != 500 {
 			t.Fatalf("panic answered %d", r.Status)
 		}
-		expect(t, w.send(t, a, http.MethodPost, writePath, []byte(`{"note":"boom"}`), "boom"), 201, "")
+		testkit.Expect(t, w.send(t, a, http.MethodPost, writePath, []byte(`{"note":"boom"}`), "boom"), 201, "")
 		if n := w.writes.count(t); n != 1 {
 			t.Fatalf("%d rows", n)
 		}
@@ -95,7 +96,7 @@ func TestWriteWithoutPortWriteIsLogged(t *testing.T) {
 	g := sigv1.NewGuard(w.cfg, w.clock, slog.New(slog.NewTextHandler(&logs, nil)), w.registry, w.switches, w.nonces, w.limiter, w.claims)
 	e := mountAgent(t, plugin.ChannelEdge, g, []plugin.AgentRoute{{Method: http.MethodPost, Path: "/careless", Write: true,
 		Handlers: []gin.HandlerFunc{func(c *gin.Context) { c.Status(http.StatusCreated) }}}})
-	if r := serveOn(e, signed(t, a, http.MethodPost, "/careless", []byte(`{}`), "k")); r.Status != 201 {
+	if r := testkit.Serve(e, signed(t, a, http.MethodPost, "/careless", []byte(`{}`), "k")); r.Status != 201 {
 		t.Fatalf("%d", r.Status)
 	}
 	if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "without storing its response") {

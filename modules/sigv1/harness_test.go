@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	"gorm.io/gorm"
@@ -27,6 +26,7 @@ import (
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/sigv1"
 	"github.com/svcforum/svc/modules/sigv1/signer"
+	"github.com/svcforum/svc/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -34,21 +34,11 @@ func TestMain(m *testing.M) {
 	dbtest.Main(m)
 }
 
-// clock is a settable port.Clock shared by the guard and the signers of a test.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Set(t time.Time)     { c.mu.Lock(); c.now = t; c.mu.Unlock() }
-func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
-
 // node is one replica of the agent plane: sigv1's components on a database, mounted the way the host
 // mounts them (channel, route declaration, guard, handlers) on a gin engine.
 type node struct {
 	db       *gorm.DB
-	clock    *clock
+	clock    *testkit.Clock
 	cfg      sigv1.Config
 	registry *sigv1.Registry
 	switches *sigv1.Switches
@@ -75,12 +65,12 @@ func newWorld(t testing.TB, dialect string, opts ...func(*sigv1.Config)) *world 
 	if err := db.AutoMigrate(&testWrite{}); err != nil {
 		t.Fatal(err)
 	}
-	c := &clock{now: time.Unix(1767225600, 0).UTC()}
+	c := testkit.NewClock(testkit.T0)
 	return &world{node: newNode(t, db, c, opts...), dialect: dialect}
 }
 
 // newNode starts another replica on db (sharing nothing with the others but the database and clock).
-func newNode(t testing.TB, db *gorm.DB, c *clock, opts ...func(*sigv1.Config)) *node {
+func newNode(t testing.TB, db *gorm.DB, c *testkit.Clock, opts ...func(*sigv1.Config)) *node {
 	t.Helper()
 	cfg := sigv1.DefaultConfig()
 	for _, o := range opts {
@@ -108,24 +98,11 @@ func newNode(t testing.TB, db *gorm.DB, c *clock, opts ...func(*sigv1.Config)) *
 	return n
 }
 
-// mountAgent mounts routes behind the guard as host/http.go does.
+// mountAgent mounts routes behind the guard on the test kit's engine, as host/http.go does.
 func mountAgent(t testing.TB, channel string, g *sigv1.Guard, routes []plugin.AgentRoute) *gin.Engine {
 	t.Helper()
-	gin.SetMode(gin.ReleaseMode)
-	e := gin.New()
-	e.RedirectTrailingSlash, e.RedirectFixedPath = false, false
-	e.ContextWithFallback = true
-	if err := e.SetTrustedProxies(nil); err != nil {
-		t.Fatal(err)
-	}
-	e.Use(func(c *gin.Context) { render.SetRequestID(c, "test-request"); c.Next() })
-	// The host's recovery answers a panic with a 500 problem; gin's does the same here.
-	e.Use(gin.CustomRecovery(func(c *gin.Context, _ any) { c.AbortWithStatus(http.StatusInternalServerError) }))
-	group := e.Group(plugin.AgentPrefix, func(c *gin.Context) { plugin.SetChannel(c, channel); c.Next() })
-	for _, r := range routes {
-		hs := append([]gin.HandlerFunc{func(c *gin.Context) { plugin.SetRoute(c, r); c.Next() }}, g.Plugin().Handlers...)
-		group.Handle(r.Method, r.Path, append(hs, r.Handlers...)...)
-	}
+	e := testkit.Engine(t)
+	testkit.MountAgent(t, e, channel, g.Plugin().Handlers, routes)
 	return e
 }
 
@@ -165,23 +142,6 @@ func (w *world) agentIn(t testing.TB, orgID, label string) agent {
 		Signer: signer.New(a.ID, k.ID, key, signer.WithClock(w.clock.Now))}
 }
 
-// result is a response as the tests read it.
-type result struct {
-	Status int
-	Header http.Header
-	Body   []byte
-	Code   string // the problem's code, if the body is a problem
-}
-
-func (r result) json(t testing.TB) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.Body, &m); err != nil {
-		t.Fatalf("body %q: %v", r.Body, err)
-	}
-	return m
-}
-
 // request builds a request to path (relative to the agent prefix) with body; idem sets the
 // Idempotency-Key (POST and PUT need one).
 func request(method, path string, body []byte, idem string) *http.Request {
@@ -207,32 +167,12 @@ func signed(t testing.TB, a agent, method, path string, body []byte, idem string
 
 // serve runs req through the node's edge engine in-process. RequestURI is what the server reads the
 // target from; httptest.NewRequest sets it from the URL as written.
-func (n *node) serve(req *http.Request) result { return serveOn(n.engine, req) }
-
-func serveOn(e *gin.Engine, req *http.Request) result {
-	rec := httptest.NewRecorder()
-	e.ServeHTTP(rec, req)
-	r := result{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
-	if rec.Header().Get("Content-Type") == "application/problem+json" {
-		var p struct{ Code string }
-		_ = json.Unmarshal(r.Body, &p)
-		r.Code = p.Code
-	}
-	return r
-}
+func (n *node) serve(req *http.Request) testkit.Result { return testkit.Serve(n.engine, req) }
 
 // send signs and serves one request as a.
-func (n *node) send(t testing.TB, a agent, method, path string, body []byte, idem string) result {
+func (n *node) send(t testing.TB, a agent, method, path string, body []byte, idem string) testkit.Result {
 	t.Helper()
 	return n.serve(signed(t, a, method, path, body, idem))
-}
-
-// expect fails unless r has status and problem code ("" for a success).
-func expect(t testing.TB, r result, status int, code string) {
-	t.Helper()
-	if r.Status != status || r.Code != code {
-		t.Fatalf("got %d %q, want %d %q; body %s", r.Status, r.Code, status, code, r.Body)
-	}
 }
 
 // testWrite is a row the test write route creates.

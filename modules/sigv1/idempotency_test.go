@@ -21,14 +21,15 @@ import (
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/sigv1"
 	"github.com/svcforum/svc/modules/sigv1/signer"
+	"github.com/svcforum/svc/testkit"
 )
 
 // gtNetSend signs a POST to path as a and sends it to the server at base; it never calls t.Fatal, so
 // goroutines may use it. hdr adds unsigned headers.
-func gtNetSend(client *http.Client, base string, a agent, path string, body []byte, idem string, hdr map[string]string) (result, error) {
+func gtNetSend(client *http.Client, base string, a agent, path string, body []byte, idem string, hdr map[string]string) (testkit.Result, error) {
 	req, err := http.NewRequest(http.MethodPost, base+plugin.AgentPrefix+path, bytes.NewReader(body))
 	if err != nil {
-		return result{}, err
+		return testkit.Result{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(sigv1.HeaderIdempotencyKey, idem)
@@ -36,23 +37,23 @@ func gtNetSend(client *http.Client, base string, a agent, path string, body []by
 		req.Header.Set(k, v)
 	}
 	if err := a.Signer.Sign(req); err != nil {
-		return result{}, err
+		return testkit.Result{}, err
 	}
 	return gtNetDo(client, req)
 }
 
 // gtNetDo sends req and reads the response as serveOn does.
-func gtNetDo(client *http.Client, req *http.Request) (result, error) {
+func gtNetDo(client *http.Client, req *http.Request) (testkit.Result, error) {
 	resp, err := client.Do(req)
 	if err != nil {
-		return result{}, err
+		return testkit.Result{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return result{}, err
+		return testkit.Result{}, err
 	}
-	r := result{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	r := testkit.Result{Status: resp.StatusCode, Header: resp.Header, Body: b}
 	if resp.Header.Get("Content-Type") == "application/problem+json" {
 		var p struct{ Code string }
 		_ = json.Unmarshal(b, &p)
@@ -63,14 +64,14 @@ func gtNetDo(client *http.Client, req *http.Request) (result, error) {
 
 // gtHold sends a write as a with body and Idempotency-Key key that stays open inside its transaction
 // until release, and returns once its claim is running; done delivers its answer.
-func gtHold(t *testing.T, w *world, a agent, body []byte, key string) (release func(), done <-chan result) {
+func gtHold(t *testing.T, w *world, a agent, body []byte, key string) (release func(), done <-chan testkit.Result) {
 	t.Helper()
 	first := signed(t, a, "POST", writePath, body, key)
 	first.Header.Set("X-Test-Wait", "hold-"+key)
 	var once sync.Once
 	release = func() { once.Do(func() { w.writes.open("hold-" + key) }) }
 	t.Cleanup(release)
-	out := make(chan result, 1)
+	out := make(chan testkit.Result, 1)
 	go func() { out <- w.serve(first) }()
 	gtWaitRunning(t, w, a.AgentID, key)
 	return release, out
@@ -99,7 +100,7 @@ func gtWriteFingerprint(body []byte) string {
 }
 
 // gtReplayed fails unless r is a replay of orig: same status and body, byte for byte, and the header.
-func gtReplayed(t testing.TB, r, orig result) {
+func gtReplayed(t testing.TB, r, orig testkit.Result) {
 	t.Helper()
 	if r.Status != orig.Status || !bytes.Equal(r.Body, orig.Body) {
 		t.Fatalf("replay %d %s, want %d %s", r.Status, r.Body, orig.Status, orig.Body)
@@ -113,9 +114,9 @@ func gtReplayed(t testing.TB, r, orig result) {
 }
 
 // gtExecuted fails unless r is a fresh 201 (not a replay).
-func gtExecuted(t testing.TB, r result) {
+func gtExecuted(t testing.TB, r testkit.Result) {
 	t.Helper()
-	expect(t, r, 201, "")
+	testkit.Expect(t, r, 201, "")
 	if v := r.Header.Values(sigv1.HeaderReplayed); len(v) != 0 {
 		t.Fatalf("a fresh execution carries %s: %v", sigv1.HeaderReplayed, v)
 	}
@@ -140,16 +141,16 @@ func TestNonceExactReplayRefused(t *testing.T) {
 		a := w.newAgent(t, "replayed")
 		again := gtReplayable(t, a, "POST", writePath, gtNote("once"), "n1")
 		gtExecuted(t, w.serve(again()))
-		expect(t, w.serve(again()), 409, "nonce_replayed")
+		testkit.Expect(t, w.serve(again()), 409, "nonce_replayed")
 		second := newNode(t, w.db, w.clock)
-		expect(t, second.serve(again()), 409, "nonce_replayed")
-		expect(t, serveOn(second.private, again()), 409, "nonce_replayed")
+		testkit.Expect(t, second.serve(again()), 409, "nonce_replayed")
+		testkit.Expect(t, testkit.Serve(second.private, again()), 409, "nonce_replayed")
 		gtRows(t, w, 1)
 
 		// A read's nonce is remembered the same way, first seen on the second node.
 		read := gtReplayable(t, a, "POST", "/conformance", gtEcho, "n2")
-		expect(t, second.serve(read()), 200, "")
-		expect(t, w.serve(read()), 409, "nonce_replayed")
+		testkit.Expect(t, second.serve(read()), 200, "")
+		testkit.Expect(t, w.serve(read()), 409, "nonce_replayed")
 	})
 }
 
@@ -168,7 +169,7 @@ func TestNonceConcurrentReplayAcrossNodes(t *testing.T) {
 		template := signed(t, a, "POST", writePath, body, "race")
 
 		const n = 20
-		results := make([]result, n)
+		results := make([]testkit.Result, n)
 		errs := make([]error, n)
 		start := make(chan struct{})
 		var wg sync.WaitGroup
@@ -215,10 +216,10 @@ func TestNonceBurnedByFailedWrite(t *testing.T) {
 		again := gtReplayable(t, a, "POST", writePath, gtNote("fails"), "f1")
 		failing := again()
 		failing.Header.Set("X-Test-Fail", "1")
-		expect(t, w.serve(failing), 500, "internal_error")
+		testkit.Expect(t, w.serve(failing), 500, "internal_error")
 		gtRows(t, w, 0)
-		expect(t, w.serve(again()), 409, "nonce_replayed")
-		expect(t, newNode(t, w.db, w.clock).serve(again()), 409, "nonce_replayed")
+		testkit.Expect(t, w.serve(again()), 409, "nonce_replayed")
+		testkit.Expect(t, newNode(t, w.db, w.clock).serve(again()), 409, "nonce_replayed")
 		gtRows(t, w, 0)
 		gtExecuted(t, w.send(t, a, "POST", writePath, gtNote("fails"), "f1"))
 		gtRows(t, w, 1)
@@ -237,16 +238,16 @@ func TestNonceReusableAfterWindow(t *testing.T) {
 		}
 		a := withFixed(w.newAgent(t, "reuser"))
 		b := withFixed(w.newAgent(t, "other-reuser"))
-		expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "u1"), 200, "")
-		expect(t, w.send(t, b, "POST", "/conformance", gtEcho, "u2"), 200, "") // another agent's nonce
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "u1"), 200, "")
+		testkit.Expect(t, w.send(t, b, "POST", "/conformance", gtEcho, "u2"), 200, "") // another agent's nonce
 		w.clock.Add(1000 * time.Second)
-		expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "u3"), 409, "nonce_replayed")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "u3"), 409, "nonce_replayed")
 		w.clock.Add(799 * time.Second) // 1799 s after the first sighting
-		expect(t, w.send(t, a, "POST", writePath, gtNote("too soon"), "u4"), 409, "nonce_replayed")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("too soon"), "u4"), 409, "nonce_replayed")
 		gtRows(t, w, 0)
 		w.clock.Add(2 * time.Second) // 1801 s
-		expect(t, w.send(t, a, "POST", writePath, gtNote("later"), "u5"), 201, "")
-		expect(t, w.send(t, a, "POST", writePath, gtNote("at once again"), "u6"), 409, "nonce_replayed")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("later"), "u5"), 201, "")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("at once again"), "u6"), 409, "nonce_replayed")
 		gtRows(t, w, 1)
 	})
 }
@@ -300,9 +301,9 @@ func TestPrunerPruneDeletesExpiredState(t *testing.T) {
 		p := sigv1.NewPruner(w.cfg, w.clock, log, w.nonces, w.claims, w.limiter)
 
 		old := w.send(t, a, "POST", writePath, gtNote("old"), "old-key")
-		expect(t, old, 201, "")
+		testkit.Expect(t, old, 201, "")
 		w.clock.Add(sigv1.ResponseTTL + time.Second)
-		expect(t, w.send(t, a, "POST", writePath, gtNote("new"), "new-key"), 201, "")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("new"), "new-key"), 201, "")
 		p.Prune(context.Background())
 
 		for table, want := range map[string]int64{"sigv1_nonces": 1, "sigv1_idempotency": 1, "sigv1_rate_windows": 2} {
@@ -354,7 +355,7 @@ func TestIdempotentReplaySameBody(t *testing.T) {
 		gtReplayed(t, w.send(t, a, "POST", writePath, body, "same-key"), orig)
 		second := newNode(t, w.db, w.clock)
 		gtReplayed(t, second.send(t, a, "POST", writePath, body, "same-key"), orig)
-		gtReplayed(t, serveOn(second.private, signed(t, a, "POST", writePath, body, "same-key")), orig)
+		gtReplayed(t, testkit.Serve(second.private, signed(t, a, "POST", writePath, body, "same-key")), orig)
 		gtRows(t, w, 1)
 	})
 }
@@ -367,8 +368,8 @@ func TestIdempotencyKeyConflictDifferentBody(t *testing.T) {
 		a := w.newAgent(t, "conflicted")
 		orig := w.send(t, a, "POST", writePath, gtNote("first"), "k")
 		gtExecuted(t, orig)
-		expect(t, w.send(t, a, "POST", writePath, gtNote("second"), "k"), 409, "idempotency_key_conflict")
-		expect(t, w.send(t, a, "POST", writePath, gtNote("first "), "k"), 409, "idempotency_key_conflict")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("second"), "k"), 409, "idempotency_key_conflict")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("first "), "k"), 409, "idempotency_key_conflict")
 		gtRows(t, w, 1)
 		gtReplayed(t, w.send(t, a, "POST", writePath, gtNote("first"), "k"), orig)
 	})
@@ -386,13 +387,13 @@ func TestIdempotencyInFlightLive(t *testing.T) {
 		defer release()
 
 		r := w.send(t, a, "POST", writePath, body, "busy")
-		expect(t, r, 409, "idempotency_request_in_flight")
+		testkit.Expect(t, r, 409, "idempotency_request_in_flight")
 		if got := r.Header.Get("Retry-After"); got != "1" {
 			t.Fatalf("Retry-After %q, want 1", got)
 		}
 		gtMember(t, r, "retry_after_seconds", float64(1))
-		expect(t, newNode(t, w.db, w.clock).send(t, a, "POST", writePath, body, "busy"), 409, "idempotency_request_in_flight")
-		expect(t, w.send(t, a, "POST", writePath, gtNote("other"), "busy"), 409, "idempotency_key_conflict")
+		testkit.Expect(t, newNode(t, w.db, w.clock).send(t, a, "POST", writePath, body, "busy"), 409, "idempotency_request_in_flight")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("other"), "busy"), 409, "idempotency_key_conflict")
 
 		release()
 		orig := <-done
@@ -413,12 +414,12 @@ func TestIdempotencyHeldClaimInFlightThenLeaseExpires(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := w.send(t, a, "POST", writePath, body, "held-key")
-		expect(t, r, 409, "idempotency_request_in_flight")
+		testkit.Expect(t, r, 409, "idempotency_request_in_flight")
 		if got := r.Header.Get("Retry-After"); got != "1" {
 			t.Fatalf("Retry-After %q, want 1", got)
 		}
 		w.clock.Add(w.cfg.IdempotencyLease - time.Second)
-		expect(t, w.send(t, a, "POST", writePath, body, "held-key"), 409, "idempotency_request_in_flight")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, body, "held-key"), 409, "idempotency_request_in_flight")
 		gtRows(t, w, 0)
 		w.clock.Add(2 * time.Second)
 		orig := w.send(t, a, "POST", writePath, body, "held-key")
@@ -480,7 +481,7 @@ func TestIdempotencyClaimLostRollsBackTheWrite(t *testing.T) {
 			t.Fatalf("the write whose claim was taken over succeeded: %d %s", lost.Status, lost.Body)
 		}
 		// The request that took the key over is the one in flight: retry to get its response.
-		expect(t, lost, 409, "idempotency_request_in_flight")
+		testkit.Expect(t, lost, 409, "idempotency_request_in_flight")
 		if lost.Header.Get("Retry-After") != "1" {
 			t.Fatalf("Retry-After %q", lost.Header.Get("Retry-After"))
 		}
@@ -499,7 +500,7 @@ func TestIdempotencyFailedWriteFreesKey(t *testing.T) {
 		body := gtNote("retry me")
 		req := signed(t, a, "POST", writePath, body, "retry")
 		req.Header.Set("X-Test-Fail", "1")
-		expect(t, w.serve(req), 500, "internal_error")
+		testkit.Expect(t, w.serve(req), 500, "internal_error")
 		gtRows(t, w, 0)
 		if n := gtCount(t, w.db, "sigv1_idempotency"); n != 0 {
 			t.Fatalf("a failed write left %d idempotency rows", n)
@@ -512,7 +513,7 @@ func TestIdempotencyFailedWriteFreesKey(t *testing.T) {
 		// A failure with a different body does not hold the key either.
 		req = signed(t, a, "POST", writePath, gtNote("wrong"), "retry-2")
 		req.Header.Set("X-Test-Fail", "1")
-		expect(t, w.serve(req), 500, "internal_error")
+		testkit.Expect(t, w.serve(req), 500, "internal_error")
 		gtExecuted(t, w.send(t, a, "POST", writePath, gtNote("right"), "retry-2"))
 		gtRows(t, w, 2)
 	})
@@ -564,7 +565,7 @@ func TestIdempotencyConcurrentAcrossNodes(t *testing.T) {
 		}
 		body := gtNote("stampede")
 		const n = 50
-		results := make([]result, n)
+		results := make([]testkit.Result, n)
 		errs := make([]error, n)
 		start := make(chan struct{})
 		var wg sync.WaitGroup
@@ -578,7 +579,7 @@ func TestIdempotencyConcurrentAcrossNodes(t *testing.T) {
 		close(start)
 		wg.Wait()
 
-		var originals []result
+		var originals []testkit.Result
 		replays, inFlight := 0, 0
 		for i, r := range results {
 			switch {
@@ -636,7 +637,7 @@ func TestIdempotencyConcurrentWhileFirstHeld(t *testing.T) {
 		body := gtNote("held storm")
 		hold := map[string]string{"X-Test-Wait": "storm"}
 		const n = 50
-		results := make([]result, n)
+		results := make([]testkit.Result, n)
 		errs := make([]error, n)
 		var wg, others sync.WaitGroup
 		others.Add(n - 1)
@@ -669,7 +670,7 @@ func TestIdempotencyConcurrentWhileFirstHeld(t *testing.T) {
 		}
 		release()
 		wg.Wait()
-		var orig result
+		var orig testkit.Result
 		ran := 0
 		for i, r := range results {
 			switch {

@@ -14,6 +14,7 @@ import (
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/sigv1"
 	"github.com/svcforum/svc/modules/sigv1/signer"
+	"github.com/svcforum/svc/testkit"
 )
 
 // gtForger returns a as someone without its private key: same agent and key ids, another key, so
@@ -43,26 +44,26 @@ func TestLimitAttemptsAcrossNodes(t *testing.T) {
 		w := newWorld(t, dialect, opt)
 		second := newNode(t, w.db, w.clock, opt)
 		a := w.newAgent(t, "bursty")
-		expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "1"), 200, "")
-		expect(t, second.send(t, a, "POST", "/conformance", gtEcho, "2"), 200, "")
-		expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "3"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "1"), 200, "")
+		testkit.Expect(t, second.send(t, a, "POST", "/conformance", gtEcho, "2"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "3"), 200, "")
 		r := second.send(t, a, "POST", "/conformance", gtEcho, "4")
-		expect(t, r, 429, "rate_limited")
+		testkit.Expect(t, r, 429, "rate_limited")
 		if s := gtRetryAfter(t, r); s > int(w.cfg.RateWindow/time.Second) {
 			t.Fatalf("Retry-After %d exceeds the window", s)
 		}
-		expect(t, w.send(t, a, "POST", writePath, gtNote("limited"), "5"), 429, "rate_limited")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("limited"), "5"), 429, "rate_limited")
 		gtRows(t, w, 0)
 		if n := gtCount(t, w.db, "sigv1_idempotency"); n != 0 {
 			t.Fatalf("a rate-limited write left %d idempotency rows", n)
 		}
 		// Another agent has its own limit.
 		b := w.newAgent(t, "calm")
-		expect(t, second.send(t, b, "POST", "/conformance", gtEcho, "6"), 200, "")
+		testkit.Expect(t, second.send(t, b, "POST", "/conformance", gtEcho, "6"), 200, "")
 
 		w.clock.Add(w.cfg.RateWindow)
-		expect(t, second.send(t, a, "POST", "/conformance", gtEcho, "7"), 200, "")
-		expect(t, w.send(t, a, "POST", writePath, gtNote("next window"), "8"), 201, "")
+		testkit.Expect(t, second.send(t, a, "POST", "/conformance", gtEcho, "7"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("next window"), "8"), 201, "")
 		gtRows(t, w, 1)
 	})
 }
@@ -75,16 +76,16 @@ func TestLimitRetryAfterRoundsUpToWindowEnd(t *testing.T) {
 		a := w.newAgent(t, "waiter")
 		// The test clock starts on a window boundary; go 44.5 s into the window.
 		w.clock.Add(44500 * time.Millisecond)
-		expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "1"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "1"), 200, "")
 		r := w.send(t, a, "POST", "/conformance", gtEcho, "2")
-		expect(t, r, 429, "rate_limited")
+		testkit.Expect(t, r, 429, "rate_limited")
 		if s := gtRetryAfter(t, r); s != 16 {
 			t.Fatalf("Retry-After %d, want 16 (15.5 s left, rounded up)", s)
 		}
 		w.clock.Add(15 * time.Second)
-		expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "3"), 429, "rate_limited")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "3"), 429, "rate_limited")
 		w.clock.Add(time.Second)
-		expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "4"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "4"), 200, "")
 	})
 }
 
@@ -101,7 +102,7 @@ func TestLimitConcurrentBurstAcrossNodes(t *testing.T) {
 			defer s.Close()
 		}
 		const n = 30
-		results := make([]result, n)
+		results := make([]testkit.Result, n)
 		errs := make([]error, n)
 		start := make(chan struct{})
 		var wg sync.WaitGroup
@@ -142,12 +143,12 @@ func TestLimitWritesPerWindow(t *testing.T) {
 		gtExecuted(t, w.send(t, a, "POST", writePath, gtNote("1"), "1"))
 		gtExecuted(t, w.send(t, a, "POST", writePath, gtNote("2"), "2"))
 		r := w.send(t, a, "POST", writePath, gtNote("3"), "3")
-		expect(t, r, 429, "rate_limited")
+		testkit.Expect(t, r, 429, "rate_limited")
 		gtRetryAfter(t, r)
-		expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "4"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "4"), 200, "")
 		r = w.send(t, a, "POST", "/write-admission", []byte(`{}`), "5")
-		expect(t, r, 200, "")
-		if m := r.json(t); m["admitted"] != false {
+		testkit.Expect(t, r, 200, "")
+		if m := r.JSON(t); m["admitted"] != false {
 			t.Fatalf("write-admission: %s", r.Body)
 		}
 		gtRows(t, w, 2)
@@ -162,20 +163,20 @@ func TestLimitWriteAdmissionUncounted(t *testing.T) {
 		a := w.newAgent(t, "asker")
 		for i := range 5 {
 			r := w.send(t, a, "POST", "/write-admission", []byte(`{}`), "q"+itoa(i))
-			expect(t, r, 200, "")
-			if m := r.json(t); m["admitted"] != true {
+			testkit.Expect(t, r, 200, "")
+			if m := r.JSON(t); m["admitted"] != true {
 				t.Fatalf("write-admission %d: %s", i, r.Body)
 			}
 		}
 		if h := gtHits(t, w.db); h != 0 {
 			t.Fatalf("write-admission counted %d hits", h)
 		}
-		expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "c1"), 200, "")
-		expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "c2"), 200, "")
-		expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "c3"), 429, "rate_limited")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "c1"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "c2"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "c3"), 429, "rate_limited")
 		r := w.send(t, a, "POST", "/write-admission", []byte(`{}`), "q-last")
-		expect(t, r, 200, "")
-		b, _ := r.json(t)["blocked_by"].(map[string]any)
+		testkit.Expect(t, r, 200, "")
+		b, _ := r.JSON(t)["blocked_by"].(map[string]any)
 		if b["code"] != "rate_limited" || b["status"] != float64(429) {
 			t.Fatalf("write-admission after the limit: %s", r.Body)
 		}
@@ -195,12 +196,12 @@ func TestLimitFailedAuthPerAddress(t *testing.T) {
 		n := 0
 		next := func() int { n++; return n }
 		for range 3 {
-			expect(t, w.serve(gtFrom(t, forger, bad, next())), 401, "signature_mismatch")
+			testkit.Expect(t, w.serve(gtFrom(t, forger, bad, next())), 401, "signature_mismatch")
 		}
 		r := w.serve(gtFrom(t, forger, bad, next()))
-		expect(t, r, 429, "rate_limited")
+		testkit.Expect(t, r, 429, "rate_limited")
 		gtRetryAfter(t, r)
-		expect(t, w.serve(gtFrom(t, forger, other, next())), 401, "signature_mismatch")
+		testkit.Expect(t, w.serve(gtFrom(t, forger, other, next())), 401, "signature_mismatch")
 
 		for _, h := range []map[string]string{
 			{"X-Forwarded-For": "198.51.100.200"},
@@ -212,16 +213,16 @@ func TestLimitFailedAuthPerAddress(t *testing.T) {
 			for k, v := range h {
 				req.Header.Set(k, v)
 			}
-			expect(t, w.serve(req), 429, "rate_limited")
+			testkit.Expect(t, w.serve(req), 429, "rate_limited")
 		}
 		// Spoofing the limited address from elsewhere does not borrow its count either.
 		req := gtFrom(t, forger, other, next())
 		req.Header.Set("X-Forwarded-For", "203.0.113.7")
-		expect(t, w.serve(req), 401, "signature_mismatch")
+		testkit.Expect(t, w.serve(req), 401, "signature_mismatch")
 
-		expect(t, w.serve(gtFrom(t, a, bad, next())), 200, "")
+		testkit.Expect(t, w.serve(gtFrom(t, a, bad, next())), 200, "")
 		w.clock.Add(w.cfg.RateWindow)
-		expect(t, w.serve(gtFrom(t, forger, bad, next())), 401, "signature_mismatch")
+		testkit.Expect(t, w.serve(gtFrom(t, forger, bad, next())), 401, "signature_mismatch")
 	})
 }
 
@@ -232,7 +233,7 @@ func TestLimitRefusedWriteLeavesKeyFree(t *testing.T) {
 		w := newWorld(t, dialect, func(c *sigv1.Config) { c.WritesPerWindow = 1 })
 		a := w.newAgent(t, "patient")
 		gtExecuted(t, w.send(t, a, "POST", writePath, gtNote("first"), "k1"))
-		expect(t, w.send(t, a, "POST", writePath, gtNote("second"), "k2"), 429, "rate_limited")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("second"), "k2"), 429, "rate_limited")
 		gtRows(t, w, 1)
 		var n int64
 		if err := w.db.Table("sigv1_idempotency").Where("idem_key = ?", "k2").Count(&n).Error; err != nil || n != 0 {
@@ -252,21 +253,21 @@ func TestLimitStoreUnavailableFailsClosed(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "storeless")
-		expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "before"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "before"), 200, "")
 		if err := w.db.Exec("DROP TABLE sigv1_rate_windows").Error; err != nil {
 			t.Fatal(err)
 		}
 		r := w.send(t, a, "POST", "/conformance", gtEcho, "after")
-		expect(t, r, 503, "not_ready")
+		testkit.Expect(t, r, 503, "not_ready")
 		gtRetryAfter(t, r)
 		r = w.send(t, a, "POST", writePath, gtNote("uncounted"), "w")
-		expect(t, r, 503, "not_ready")
+		testkit.Expect(t, r, 503, "not_ready")
 		gtRetryAfter(t, r)
 		gtRows(t, w, 0)
-		expect(t, w.serve(signed(t, gtForger(w, a), "POST", "/conformance", gtEcho, "forged")), 401, "signature_mismatch")
+		testkit.Expect(t, w.serve(signed(t, gtForger(w, a), "POST", "/conformance", gtEcho, "forged")), 401, "signature_mismatch")
 		malformed := signed(t, a, "POST", "/conformance", gtEcho, "malformed")
 		malformed.Header.Set(sigv1.HeaderNonce, "short")
-		expect(t, w.serve(malformed), 400, "malformed_signature_headers")
+		testkit.Expect(t, w.serve(malformed), 400, "malformed_signature_headers")
 	})
 }
 
@@ -281,7 +282,7 @@ func TestLimitStoreUnavailableWriteAdmissionNot500(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := w.send(t, a, "POST", "/write-admission", []byte(`{}`), "adm")
-		expect(t, r, 503, "not_ready")
+		testkit.Expect(t, r, 503, "not_ready")
 		gtRetryAfter(t, r)
 	})
 }

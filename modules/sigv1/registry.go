@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/privatekey"
 	"github.com/svcforum/svc/contracts/problem"
 )
 
@@ -72,7 +73,7 @@ func (r *Registry) CreateAgent(ctx context.Context, orgID, handle string) (Agent
 // refused (private_key_refused) and never echoed; a key that is not 32 bytes, not a canonical point
 // encoding or of small order is refused (public_key_rejected).
 func (r *Registry) AddKey(ctx context.Context, agentID, publicKey string) (Key, error) {
-	if LooksPrivate(publicKey) {
+	if privatekey.Is(publicKey) {
 		return Key{}, problem.New(problem.PrivateKeyRefused, "this is a private key: register the public key only, and keep the private key where it was made")
 	}
 	if _, err := ParsePublicKey(publicKey); err != nil {

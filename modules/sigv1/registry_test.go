@@ -20,6 +20,7 @@ import (
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/sigv1"
+	"github.com/svcforum/svc/testkit"
 )
 
 // gtProblem fails unless err is a problem with code (and its registered status), and returns it.
@@ -263,7 +264,7 @@ func TestRegistryRevokeKeyIdempotent(t *testing.T) {
 		}
 		_, err = w.registry.RevokeKey(ctx, "no-such-key")
 		gtProblem(t, err, problem.NotFound)
-		expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "r"), 403, "key_revoked")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "r"), 403, "key_revoked")
 	})
 }
 
@@ -285,7 +286,7 @@ func TestRegistrySetAgentState(t *testing.T) {
 				t.Fatalf("set %s: %+v, %v", s, got, err)
 			}
 		}
-		expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "s"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "s"), 200, "")
 	})
 }
 
@@ -344,6 +345,6 @@ func TestSwitchValidation(t *testing.T) {
 		if n := gtCount(t, w.db, "sigv1_switches"); n != 0 {
 			t.Fatalf("%d switch rows, want 0", n)
 		}
-		expect(t, w.send(t, a, "POST", writePath, gtNote("all clear"), "c"), 201, "")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("all clear"), "c"), 201, "")
 	})
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/sigv1"
 	"github.com/svcforum/svc/modules/sigv1/signer"
+	"github.com/svcforum/svc/testkit"
 )
 
 // gtEcho is a valid conformance body.
@@ -65,14 +66,14 @@ func gtReplayable(t testing.TB, a agent, method, path string, body []byte, idem 
 
 // gtRetryAfter checks that r carries Retry-After (whole seconds >= 1) and, when the problem has one, an
 // equal retry_after_seconds; it returns the seconds.
-func gtRetryAfter(t testing.TB, r result) int {
+func gtRetryAfter(t testing.TB, r testkit.Result) int {
 	t.Helper()
 	h := r.Header.Get("Retry-After")
 	s, err := strconv.Atoi(h)
 	if err != nil || s < 1 || strconv.Itoa(s) != h {
 		t.Fatalf("Retry-After %q is not whole seconds >= 1; body %s", h, r.Body)
 	}
-	if v, ok := r.json(t)["retry_after_seconds"]; ok && v != float64(s) {
+	if v, ok := r.JSON(t)["retry_after_seconds"]; ok && v != float64(s) {
 		t.Fatalf("retry_after_seconds %v != Retry-After %d", v, s)
 	}
 	return s
@@ -101,9 +102,9 @@ func gtRows(t testing.TB, w *world, want int64) {
 	}
 }
 
-func gtMember(t testing.TB, r result, name string, want any) {
+func gtMember(t testing.TB, r testkit.Result, name string, want any) {
 	t.Helper()
-	if got := r.json(t)[name]; got != want {
+	if got := r.JSON(t)[name]; got != want {
 		t.Fatalf("problem member %s = %v, want %v; body %s", name, got, want, r.Body)
 	}
 }
@@ -120,12 +121,12 @@ func TestStateSuspendedAgentRefusedEverywhere(t *testing.T) {
 		}
 		for i, e := range []struct {
 			name  string
-			serve func(*http.Request) result
-		}{{"edge", w.serve}, {"private", func(r *http.Request) result { return serveOn(w.private, r) }}} {
+			serve func(*http.Request) testkit.Result
+		}{{"edge", w.serve}, {"private", func(r *http.Request) testkit.Result { return testkit.Serve(w.private, r) }}} {
 			idem := "s" + itoa(i)
-			expect(t, e.serve(signed(t, a, "POST", "/conformance", gtEcho, idem+"c")), 403, "agent_suspended")
-			expect(t, e.serve(signed(t, a, "POST", "/write-admission", []byte(`{}`), idem+"a")), 403, "agent_suspended")
-			expect(t, e.serve(signed(t, a, "POST", writePath, gtNote("no"), idem+"w")), 403, "agent_suspended")
+			testkit.Expect(t, e.serve(signed(t, a, "POST", "/conformance", gtEcho, idem+"c")), 403, "agent_suspended")
+			testkit.Expect(t, e.serve(signed(t, a, "POST", "/write-admission", []byte(`{}`), idem+"a")), 403, "agent_suspended")
+			testkit.Expect(t, e.serve(signed(t, a, "POST", writePath, gtNote("no"), idem+"w")), 403, "agent_suspended")
 		}
 		gtRows(t, w, 0)
 		if n := gtCount(t, w.db, "sigv1_idempotency"); n != 0 {
@@ -135,8 +136,8 @@ func TestStateSuspendedAgentRefusedEverywhere(t *testing.T) {
 		if _, err := w.registry.SetAgentState(ctx, a.AgentID, sigv1.AgentActive); err != nil {
 			t.Fatal(err)
 		}
-		expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "r1"), 200, "")
-		expect(t, w.send(t, a, "POST", writePath, gtNote("yes"), "r2"), 201, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "r1"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("yes"), "r2"), 201, "")
 		gtRows(t, w, 1)
 	})
 }
@@ -147,23 +148,23 @@ func TestStateRevokedKeyRefusedOtherKeyWorks(t *testing.T) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "rotator")
 		b := gtSecondKey(t, w, a, "rotator second key")
-		expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "k1"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "k1"), 200, "")
 		r := w.send(t, b, "POST", "/conformance", gtEcho, "k2")
-		expect(t, r, 200, "")
-		if got := r.json(t)["key_id"]; got != b.KeyID {
+		testkit.Expect(t, r, 200, "")
+		if got := r.JSON(t)["key_id"]; got != b.KeyID {
 			t.Fatalf("key_id %v, want the second key %s", got, b.KeyID)
 		}
 
 		if _, err := w.registry.RevokeKey(context.Background(), a.KeyID); err != nil {
 			t.Fatal(err)
 		}
-		expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "k3"), 403, "key_revoked")
-		expect(t, w.send(t, a, "POST", writePath, gtNote("old key"), "k4"), 403, "key_revoked")
-		expect(t, serveOn(w.private, signed(t, a, "POST", "/conformance", gtEcho, "k5")), 403, "key_revoked")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "k3"), 403, "key_revoked")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("old key"), "k4"), 403, "key_revoked")
+		testkit.Expect(t, testkit.Serve(w.private, signed(t, a, "POST", "/conformance", gtEcho, "k5")), 403, "key_revoked")
 		gtRows(t, w, 0)
 
-		expect(t, w.send(t, b, "POST", "/conformance", gtEcho, "k6"), 200, "")
-		expect(t, w.send(t, b, "POST", writePath, gtNote("new key"), "k7"), 201, "")
+		testkit.Expect(t, w.send(t, b, "POST", "/conformance", gtEcho, "k6"), 200, "")
+		testkit.Expect(t, w.send(t, b, "POST", writePath, gtNote("new key"), "k7"), 201, "")
 		gtRows(t, w, 1)
 	})
 }
@@ -196,20 +197,20 @@ func TestStateFrozenWrites(t *testing.T) {
 					t.Fatal(err)
 				}
 				r := w.send(t, a, "POST", writePath, gtNote("frozen"), key())
-				expect(t, r, 403, "writes_frozen")
+				testkit.Expect(t, r, 403, "writes_frozen")
 				gtMember(t, r, "scope", tc.scope)
-				expect(t, w.send(t, a, "POST", "/conformance", gtEcho, key()), 200, "")
-				expect(t, serveOn(w.private, signed(t, a, "POST", "/conformance", gtEcho, key())), 200, "")
+				testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, key()), 200, "")
+				testkit.Expect(t, testkit.Serve(w.private, signed(t, a, "POST", "/conformance", gtEcho, key())), 200, "")
 				for _, x := range []struct {
 					ag     agent
 					frozen bool
 				}{{sibling, tc.sibling}, {other, tc.otherFrozen}} {
 					r := w.send(t, x.ag, "POST", writePath, gtNote("bystander"), key())
 					if x.frozen {
-						expect(t, r, 403, "writes_frozen")
+						testkit.Expect(t, r, 403, "writes_frozen")
 						gtMember(t, r, "scope", tc.scope)
 					} else {
-						expect(t, r, 201, "")
+						testkit.Expect(t, r, 201, "")
 						rows++
 					}
 				}
@@ -218,7 +219,7 @@ func TestStateFrozenWrites(t *testing.T) {
 				if err := w.switches.SetFrozen(ctx, tc.scope, tc.id, false); err != nil {
 					t.Fatal(err)
 				}
-				expect(t, w.send(t, a, "POST", writePath, gtNote("thawed"), key()), 201, "")
+				testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("thawed"), key()), 201, "")
 				rows++
 				gtRows(t, w, rows)
 			})
@@ -237,19 +238,19 @@ func TestStatePausedWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := w.send(t, a, "POST", writePath, gtNote("paused"), "p1")
-		expect(t, r, 503, "writes_unavailable")
+		testkit.Expect(t, r, 503, "writes_unavailable")
 		gtRetryAfter(t, r)
-		r = serveOn(w.private, signed(t, a, "POST", writePath, gtNote("paused"), "p2"))
-		expect(t, r, 503, "writes_unavailable")
+		r = testkit.Serve(w.private, signed(t, a, "POST", writePath, gtNote("paused"), "p2"))
+		testkit.Expect(t, r, 503, "writes_unavailable")
 		gtRetryAfter(t, r)
-		expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "p3"), 200, "")
-		expect(t, w.send(t, a, "POST", "/write-admission", []byte(`{}`), "p4"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "p3"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/write-admission", []byte(`{}`), "p4"), 200, "")
 		gtRows(t, w, 0)
 
 		if err := w.switches.SetPaused(ctx, false); err != nil {
 			t.Fatal(err)
 		}
-		expect(t, w.send(t, a, "POST", writePath, gtNote("resumed"), "p5"), 201, "")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("resumed"), "p5"), 201, "")
 		gtRows(t, w, 1)
 	})
 }
@@ -268,23 +269,23 @@ func TestStateChannelGate(t *testing.T) {
 			path string
 			body []byte
 		}{{"/conformance", gtEcho}, {"/write-admission", []byte(`{}`)}, {writePath, gtNote("gated")}} {
-			expect(t, serveOn(w.private, signed(t, a, "POST", p.path, p.body, "g"+itoa(i))), 503, "channel_closed")
+			testkit.Expect(t, testkit.Serve(w.private, signed(t, a, "POST", p.path, p.body, "g"+itoa(i))), 503, "channel_closed")
 		}
 		unsigned := request("POST", "/conformance", gtEcho, "g9")
-		expect(t, serveOn(w.private, unsigned), 503, "channel_closed")
+		testkit.Expect(t, testkit.Serve(w.private, unsigned), 503, "channel_closed")
 		gtRows(t, w, 0)
 		if n := gtCount(t, w.db, "sigv1_nonces"); n != 0 {
 			t.Fatalf("a refused request at a closed gate recorded %d nonces", n)
 		}
 
-		expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "e1"), 200, "")
-		expect(t, w.send(t, a, "POST", writePath, gtNote("edge"), "e2"), 201, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "e1"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("edge"), "e2"), 201, "")
 		gtRows(t, w, 1)
 
 		if err := w.switches.SetGate(ctx, plugin.ChannelPrivate, true); err != nil {
 			t.Fatal(err)
 		}
-		expect(t, serveOn(w.private, signed(t, a, "POST", writePath, gtNote("private"), "e3")), 201, "")
+		testkit.Expect(t, testkit.Serve(w.private, signed(t, a, "POST", writePath, gtNote("private"), "e3")), 201, "")
 		gtRows(t, w, 2)
 	})
 }
@@ -306,12 +307,12 @@ func TestStateRefusedWriteBurnsItsNonce(t *testing.T) {
 				t.Fatal(err)
 			}
 			again := gtReplayable(t, a, "POST", writePath, gtNote("abandoned"), "b1")
-			expect(t, w.serve(again()), 403, "writes_frozen")
+			testkit.Expect(t, w.serve(again()), 403, "writes_frozen")
 			if err := w.switches.SetFrozen(ctx, sigv1.ScopeAgent, a.AgentID, false); err != nil {
 				t.Fatal(err)
 			}
 			w.clock.Add(10 * time.Second)
-			expect(t, w.serve(again()), 409, "nonce_replayed")
+			testkit.Expect(t, w.serve(again()), 409, "nonce_replayed")
 			gtRows(t, w, 0)
 		})
 		t.Run("paused", func(t *testing.T) {
@@ -321,12 +322,12 @@ func TestStateRefusedWriteBurnsItsNonce(t *testing.T) {
 				t.Fatal(err)
 			}
 			again := gtReplayable(t, a, "POST", writePath, gtNote("abandoned"), "b1")
-			expect(t, w.serve(again()), 503, "writes_unavailable")
+			testkit.Expect(t, w.serve(again()), 503, "writes_unavailable")
 			if err := w.switches.SetPaused(ctx, false); err != nil {
 				t.Fatal(err)
 			}
 			w.clock.Add(10 * time.Second)
-			expect(t, w.serve(again()), 409, "nonce_replayed")
+			testkit.Expect(t, w.serve(again()), 409, "nonce_replayed")
 			gtRows(t, w, 0)
 		})
 		t.Run("suspended", func(t *testing.T) {
@@ -336,12 +337,12 @@ func TestStateRefusedWriteBurnsItsNonce(t *testing.T) {
 				t.Fatal(err)
 			}
 			again := gtReplayable(t, a, "POST", writePath, gtNote("abandoned"), "b1")
-			expect(t, w.serve(again()), 403, "agent_suspended")
+			testkit.Expect(t, w.serve(again()), 403, "agent_suspended")
 			if _, err := w.registry.SetAgentState(ctx, a.AgentID, sigv1.AgentActive); err != nil {
 				t.Fatal(err)
 			}
 			w.clock.Add(10 * time.Second)
-			expect(t, w.serve(again()), 409, "nonce_replayed")
+			testkit.Expect(t, w.serve(again()), 409, "nonce_replayed")
 			gtRows(t, w, 0)
 		})
 	})
@@ -353,8 +354,8 @@ func TestWriteAdmissionAdmits(t *testing.T) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "admitted")
 		r := w.send(t, a, "POST", "/write-admission", []byte(`{}`), "a1")
-		expect(t, r, 200, "")
-		m := r.json(t)
+		testkit.Expect(t, r, 200, "")
+		m := r.JSON(t)
 		if len(m) != 3 || m["admitted"] != true || m["channel"] != "edge" {
 			t.Fatalf("body %s", r.Body)
 		}
@@ -377,7 +378,7 @@ func TestWriteAdmissionBodyMustBeEmptyObject(t *testing.T) {
 		}
 		req := signed(t, a, "POST", "/write-admission", []byte(`{}`), "ct")
 		req.Header.Set("Content-Type", "text/plain")
-		expect(t, w.serve(req), 415, "unsupported_media_type")
+		testkit.Expect(t, w.serve(req), 415, "unsupported_media_type")
 	})
 }
 
@@ -393,8 +394,8 @@ func TestWriteAdmissionReportsBlockers(t *testing.T) {
 			t.Helper()
 			n++
 			r := w.send(t, a, "POST", "/write-admission", []byte(`{}`), "w"+itoa(n))
-			expect(t, r, 200, "")
-			m := r.json(t)
+			testkit.Expect(t, r, 200, "")
+			m := r.JSON(t)
 			if m["admitted"] != false || m["channel"] != "edge" {
 				t.Fatalf("body %s", r.Body)
 			}
@@ -430,14 +431,14 @@ func TestWriteAdmissionReportsBlockers(t *testing.T) {
 			}
 		})
 		t.Run("write limit", func(t *testing.T) {
-			expect(t, w.send(t, a, "POST", writePath, gtNote("the one write"), "only"), 201, "")
+			testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("the one write"), "only"), 201, "")
 			b := admission(t)
 			s, _ := b["retry_after_seconds"].(float64)
 			if b["status"] != float64(429) || b["code"] != "rate_limited" || s < 1 || s != float64(int(s)) {
 				t.Fatalf("blocked_by %v", b)
 			}
 			// And the write it predicts is indeed refused.
-			expect(t, w.send(t, a, "POST", writePath, gtNote("one too many"), "more"), 429, "rate_limited")
+			testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("one too many"), "more"), 429, "rate_limited")
 		})
 	})
 }
@@ -449,8 +450,8 @@ func TestWriteAdmissionChangesOnlyTheNonce(t *testing.T) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "untouched")
 		// Some state first, so that the counts compared below are not all zero.
-		expect(t, w.send(t, a, "POST", writePath, gtNote("before"), "x1"), 201, "")
-		expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "x2"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("before"), "x1"), 201, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "x2"), 200, "")
 		tables := []string{"sigv1_rate_windows", "sigv1_idempotency", "sigv1test_writes", "sigv1_switches"}
 		before := map[string]int64{}
 		for _, tb := range tables {
@@ -459,7 +460,7 @@ func TestWriteAdmissionChangesOnlyTheNonce(t *testing.T) {
 		hits, nonces := gtHits(t, w.db), gtCount(t, w.db, "sigv1_nonces")
 
 		for i := range 3 {
-			expect(t, w.send(t, a, "POST", "/write-admission", []byte(`{}`), "x-adm"+itoa(i)), 200, "")
+			testkit.Expect(t, w.send(t, a, "POST", "/write-admission", []byte(`{}`), "x-adm"+itoa(i)), 200, "")
 		}
 		for _, tb := range tables {
 			if n := gtCount(t, w.db, tb); n != before[tb] {
@@ -480,9 +481,9 @@ func TestWriteAdmissionPrivateChannel(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "privateer")
-		r := serveOn(w.private, signed(t, a, "POST", "/write-admission", []byte(`{}`), "p1"))
-		expect(t, r, 200, "")
-		if m := r.json(t); m["channel"] != "private" || m["admitted"] != true {
+		r := testkit.Serve(w.private, signed(t, a, "POST", "/write-admission", []byte(`{}`), "p1"))
+		testkit.Expect(t, r, 200, "")
+		if m := r.JSON(t); m["channel"] != "private" || m["admitted"] != true {
 			t.Fatalf("body %s", r.Body)
 		}
 	})

@@ -24,6 +24,7 @@ import (
 	"github.com/svcforum/svc/modules/sigv1"
 	"github.com/svcforum/svc/modules/sigv1/envelope"
 	"github.com/svcforum/svc/modules/sigv1/internal/vectorgen"
+	"github.com/svcforum/svc/testkit"
 )
 
 // vCatchAll mounts n's guard in front of GET, POST and PUT routes on every path under the agent prefix
@@ -160,12 +161,12 @@ func TestVectorsAgainstServer(t *testing.T) {
 				w.clock.Set(time.Unix(c.ServerTime, 0).UTC())
 				before := hits.Load()
 
-				r := serveOn(e, vectorRequest(t, c))
+				r := testkit.Serve(e, vectorRequest(t, c))
 				if c.Expected.Code == "ok" {
 					if c.Expected.Status != http.StatusOK {
 						t.Fatalf("case expects ok with status %d", c.Expected.Status)
 					}
-					expect(t, r, http.StatusOK, "")
+					testkit.Expect(t, r, http.StatusOK, "")
 					if hits.Load() != before+1 {
 						t.Fatal("accepted, but the route's handler did not run")
 					}

@@ -26,6 +26,7 @@ import (
 	"github.com/svcforum/svc/modules/sigv1"
 	"github.com/svcforum/svc/modules/sigv1/envelope"
 	"github.com/svcforum/svc/modules/sigv1/signer"
+	"github.com/svcforum/svc/testkit"
 )
 
 // ---------------------------------------------------------------------------------------------
@@ -37,13 +38,13 @@ func vQuietFailures(c *sigv1.Config) { c.FailedAuthPerWindow = 1_000_000 }
 
 // vExpectProblem fails unless r is an application/problem+json problem with status and code, whose
 // members agree with them.
-func vExpectProblem(t testing.TB, r result, status int, code string) {
+func vExpectProblem(t testing.TB, r testkit.Result, status int, code string) {
 	t.Helper()
-	expect(t, r, status, code)
+	testkit.Expect(t, r, status, code)
 	if ct := r.Header.Get("Content-Type"); ct != problem.ContentType {
 		t.Fatalf("Content-Type %q, want %q", ct, problem.ContentType)
 	}
-	m := r.json(t)
+	m := r.JSON(t)
 	if m["code"] != code || m["type"] != problem.TypePrefix+code || m["status"] != float64(status) {
 		t.Fatalf("problem members code=%v type=%v status=%v, want %s %d", m["code"], m["type"], m["status"], code, status)
 	}
@@ -218,19 +219,19 @@ func TestVerifyWireGateClosed(t *testing.T) {
 		// An unsigned request meets the closed gate first too.
 		vExpectProblem(t, w.serve(request(http.MethodPost, "/conformance", []byte(vEcho), "g2")), 503, "channel_closed")
 		// The private channel has its own gate, still open.
-		expect(t, serveOn(w.private, signed(t, a, http.MethodPost, "/conformance", []byte(vEcho), "g3")), 200, "")
+		testkit.Expect(t, testkit.Serve(w.private, signed(t, a, http.MethodPost, "/conformance", []byte(vEcho), "g3")), 200, "")
 
 		if err := w.switches.SetGate(ctx, plugin.ChannelEdge, true); err != nil {
 			t.Fatal(err)
 		}
-		expect(t, w.send(t, a, http.MethodPost, "/conformance", []byte(vEcho), "g4"), 200, "")
+		testkit.Expect(t, w.send(t, a, http.MethodPost, "/conformance", []byte(vEcho), "g4"), 200, "")
 
 		// And the other way round: the private gate closed, the edge open.
 		if err := w.switches.SetGate(ctx, plugin.ChannelPrivate, false); err != nil {
 			t.Fatal(err)
 		}
-		vExpectProblem(t, serveOn(w.private, signed(t, a, http.MethodPost, "/conformance", []byte(vEcho), "g5")), 503, "channel_closed")
-		expect(t, w.send(t, a, http.MethodPost, "/conformance", []byte(vEcho), "g6"), 200, "")
+		vExpectProblem(t, testkit.Serve(w.private, signed(t, a, http.MethodPost, "/conformance", []byte(vEcho), "g5")), 503, "channel_closed")
+		testkit.Expect(t, w.send(t, a, http.MethodPost, "/conformance", []byte(vEcho), "g6"), 200, "")
 	})
 }
 
@@ -341,7 +342,7 @@ func TestVerifyWireMalformedHeaders(t *testing.T) {
 					// The node has no GET route: a signed GET is checked on the catch-all engine.
 					req = signed(t, a, http.MethodGet, "/anything", nil, "")
 					tc.edit(req)
-					vExpectProblem(t, serveOn(vCatchAll(t, w.node), req), 400, "malformed_signature_headers")
+					vExpectProblem(t, testkit.Serve(vCatchAll(t, w.node), req), 400, "malformed_signature_headers")
 					return
 				}
 				req = signed(t, a, http.MethodPost, "/conformance", []byte(vEcho), "m-"+tc.name)
@@ -496,14 +497,14 @@ func TestVerifyWireAgentSuspended(t *testing.T) {
 		}
 		vExpectProblem(t, w.send(t, a, http.MethodPost, "/conformance", []byte(vEcho), "p1"), 403, "agent_suspended")
 		vExpectProblem(t, w.send(t, a, http.MethodPost, writePath, []byte(`{"note":"n"}`), "p2"), 403, "agent_suspended")
-		vExpectProblem(t, serveOn(w.private, signed(t, a, http.MethodPost, "/conformance", []byte(vEcho), "p3")), 403, "agent_suspended")
+		vExpectProblem(t, testkit.Serve(w.private, signed(t, a, http.MethodPost, "/conformance", []byte(vEcho), "p3")), 403, "agent_suspended")
 		if n := w.writes.count(t); n != 0 {
 			t.Fatalf("%d rows written by a suspended agent", n)
 		}
 		if _, err := w.registry.SetAgentState(ctx, a.AgentID, sigv1.AgentActive); err != nil {
 			t.Fatal(err)
 		}
-		expect(t, w.send(t, a, http.MethodPost, "/conformance", []byte(vEcho), "p4"), 200, "")
+		testkit.Expect(t, w.send(t, a, http.MethodPost, "/conformance", []byte(vEcho), "p4"), 200, "")
 	})
 }
 
@@ -526,7 +527,7 @@ func TestVerifyWireKeyRevoked(t *testing.T) {
 		b := a
 		b.KeyID, b.Key = k2.ID, second
 		b.Signer = signer.New(a.AgentID, k2.ID, second, signer.WithClock(w.clock.Now))
-		expect(t, w.send(t, b, http.MethodPost, "/conformance", []byte(vEcho), "r3"), 200, "")
+		testkit.Expect(t, w.send(t, b, http.MethodPost, "/conformance", []byte(vEcho), "r3"), 200, "")
 	})
 }
 
@@ -545,19 +546,19 @@ func TestVerifyWireWritesFrozen(t *testing.T) {
 				}
 				r := w.send(t, a, http.MethodPost, writePath, []byte(`{"note":"frozen"}`), "f-"+tc.scope)
 				vExpectProblem(t, r, 403, "writes_frozen")
-				if got := r.json(t)["scope"]; got != tc.scope {
+				if got := r.JSON(t)["scope"]; got != tc.scope {
 					t.Errorf("scope %v, want %s", got, tc.scope)
 				}
 				if n := w.writes.count(t); n != before {
 					t.Fatalf("a frozen write wrote %d rows", n-before)
 				}
 				// Conformance is no write: it answers while writes are frozen.
-				expect(t, w.send(t, a, http.MethodPost, "/conformance", []byte(vEcho), "c-"+tc.scope), 200, "")
+				testkit.Expect(t, w.send(t, a, http.MethodPost, "/conformance", []byte(vEcho), "c-"+tc.scope), 200, "")
 				if err := w.switches.SetFrozen(ctx, tc.scope, tc.id, false); err != nil {
 					t.Fatal(err)
 				}
 				// The same Idempotency-Key is free for the retry: the refused write committed nothing.
-				expect(t, w.send(t, a, http.MethodPost, writePath, []byte(`{"note":"frozen"}`), "f-"+tc.scope), 201, "")
+				testkit.Expect(t, w.send(t, a, http.MethodPost, writePath, []byte(`{"note":"frozen"}`), "f-"+tc.scope), 201, "")
 			})
 		}
 		// A freeze of another organisation or agent does not touch this one.
@@ -568,7 +569,7 @@ func TestVerifyWireWritesFrozen(t *testing.T) {
 		if err := w.switches.SetFrozen(ctx, sigv1.ScopeAgent, b.AgentID, true); err != nil {
 			t.Fatal(err)
 		}
-		expect(t, w.send(t, a, http.MethodPost, writePath, []byte(`{"note":"free"}`), "free"), 201, "")
+		testkit.Expect(t, w.send(t, a, http.MethodPost, writePath, []byte(`{"note":"free"}`), "free"), 201, "")
 		vExpectProblem(t, w.send(t, b, http.MethodPost, writePath, []byte(`{"note":"b"}`), "b"), 403, "writes_frozen")
 	})
 }
@@ -582,13 +583,13 @@ func TestVerifyWireNonceReplayed(t *testing.T) {
 		t.Run("read", func(t *testing.T) {
 			req := signed(t, a, http.MethodPost, "/conformance", []byte(vEcho), "n1")
 			again := vDup(t, req)
-			expect(t, w.serve(req), 200, "")
+			testkit.Expect(t, w.serve(req), 200, "")
 			vExpectProblem(t, w.serve(again), 409, "nonce_replayed")
 		})
 		t.Run("write-same-and-other-replica", func(t *testing.T) {
 			req := signed(t, a, http.MethodPost, writePath, []byte(`{"note":"once"}`), "n2")
 			again, other := vDup(t, req), vDup(t, req)
-			expect(t, w.serve(req), 201, "")
+			testkit.Expect(t, w.serve(req), 201, "")
 			vExpectProblem(t, w.serve(again), 409, "nonce_replayed")
 			n2 := newNode(t, w.db, w.clock)
 			vExpectProblem(t, n2.serve(other), 409, "nonce_replayed")
@@ -599,11 +600,11 @@ func TestVerifyWireNonceReplayed(t *testing.T) {
 		t.Run("same-nonce-new-signature", func(t *testing.T) {
 			// A new request (other body, new idempotency key, new signature) with a used nonce.
 			s := vFixedNonce(w, a, "reused-nonce-0123456789")
-			expect(t, w.serve(vSignWith(t, s, http.MethodPost, "/conformance", []byte(vEcho), "n3")), 200, "")
+			testkit.Expect(t, w.serve(vSignWith(t, s, http.MethodPost, "/conformance", []byte(vEcho), "n3")), 200, "")
 			w.clock.Add(10 * time.Second)
 			vExpectProblem(t, w.serve(vSignWith(t, s, http.MethodPost, "/conformance", []byte(`{"echo":"other"}`), "n4")), 409, "nonce_replayed")
 			// Nonces are per agent: another agent may use the same one.
-			expect(t, w.serve(vSignWith(t, vFixedNonce(w, b, "reused-nonce-0123456789"), http.MethodPost, "/conformance", []byte(vEcho), "n5")), 200, "")
+			testkit.Expect(t, w.serve(vSignWith(t, vFixedNonce(w, b, "reused-nonce-0123456789"), http.MethodPost, "/conformance", []byte(vEcho), "n5")), 200, "")
 		})
 	})
 }
@@ -612,23 +613,23 @@ func TestVerifyWireRateLimited(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect, func(c *sigv1.Config) { c.AttemptsPerWindow = 2 })
 		a := w.newAgent(t, "hasty")
-		expect(t, w.send(t, a, http.MethodPost, "/conformance", []byte(vEcho), "l1"), 200, "")
-		expect(t, w.send(t, a, http.MethodPost, "/conformance", []byte(vEcho), "l2"), 200, "")
+		testkit.Expect(t, w.send(t, a, http.MethodPost, "/conformance", []byte(vEcho), "l1"), 200, "")
+		testkit.Expect(t, w.send(t, a, http.MethodPost, "/conformance", []byte(vEcho), "l2"), 200, "")
 		r := w.send(t, a, http.MethodPost, "/conformance", []byte(vEcho), "l3")
 		vExpectProblem(t, r, 429, "rate_limited")
 		ra, err := strconv.Atoi(r.Header.Get("Retry-After"))
 		if err != nil || ra < 1 {
 			t.Fatalf("Retry-After %q, want whole seconds >= 1", r.Header.Get("Retry-After"))
 		}
-		if got, ok := r.json(t)["retry_after_seconds"].(float64); !ok || int(got) != ra {
-			t.Fatalf("retry_after_seconds %v, Retry-After %d", r.json(t)["retry_after_seconds"], ra)
+		if got, ok := r.JSON(t)["retry_after_seconds"].(float64); !ok || int(got) != ra {
+			t.Fatalf("retry_after_seconds %v, Retry-After %d", r.JSON(t)["retry_after_seconds"], ra)
 		}
 		// Another agent has its own count.
 		b := w.newAgent(t, "patient")
-		expect(t, w.send(t, b, http.MethodPost, "/conformance", []byte(vEcho), "l4"), 200, "")
+		testkit.Expect(t, w.send(t, b, http.MethodPost, "/conformance", []byte(vEcho), "l4"), 200, "")
 		// After the window the agent may go on.
 		w.clock.Add(time.Duration(ra) * time.Second)
-		expect(t, w.send(t, a, http.MethodPost, "/conformance", []byte(vEcho), "l5"), 200, "")
+		testkit.Expect(t, w.send(t, a, http.MethodPost, "/conformance", []byte(vEcho), "l5"), 200, "")
 	})
 }
 
@@ -671,7 +672,7 @@ func TestVerifyWireOrder(t *testing.T) {
 	// replayed sends req once (accepted) and returns the same bytes again.
 	replayed := func(t *testing.T, w *world, req *http.Request, status int) *http.Request {
 		again := vDup(t, req)
-		expect(t, w.serve(req), status, "")
+		testkit.Expect(t, w.serve(req), status, "")
 		return again
 	}
 	rows := []row{
@@ -763,7 +764,7 @@ func TestVerifyWireOrder(t *testing.T) {
 		{"replayed-nonce-beats-rate-limit", []func(*sigv1.Config){func(c *sigv1.Config) { c.AttemptsPerWindow = 2 }},
 			func(t *testing.T, w *world, a, b agent) *http.Request {
 				again := replayed(t, w, signed(t, a, http.MethodPost, "/conformance", []byte(vEcho), "o17"), 200)
-				expect(t, w.send(t, a, http.MethodPost, "/conformance", []byte(vEcho), "o18"), 200, "")
+				testkit.Expect(t, w.send(t, a, http.MethodPost, "/conformance", []byte(vEcho), "o18"), 200, "")
 				vExpectProblem(t, w.send(t, a, http.MethodPost, "/conformance", []byte(vEcho), "o19"), 429, "rate_limited")
 				return again
 			}, 409, "nonce_replayed"},
@@ -862,7 +863,7 @@ func TestVerifyNonceNotRecordedOnRefusal(t *testing.T) {
 				}
 				good := vSignWith(t, vFixedNonce(w, a, nonce), http.MethodPost, "/conformance", []byte(vEcho), "ok-"+tc.name)
 				again := vDup(t, good)
-				expect(t, w.serve(good), 200, "")
+				testkit.Expect(t, w.serve(good), 200, "")
 				vExpectProblem(t, w.serve(again), 409, "nonce_replayed")
 			})
 		}
@@ -893,11 +894,11 @@ func TestVerifyScenario08ForgedFutureNonce(t *testing.T) {
 		f3.Timestamp = strconv.FormatInt(w.clock.Now().Unix()+3600, 10)
 		vExpectProblem(t, w.serve(vHandSigned(attacker.Key, f3, body)), 401, "stale_timestamp")
 		// The attacker using the nonce under its own identity uses its own nonce space only.
-		expect(t, w.serve(vSignWith(t, vFixedNonce(w, attacker, nonce), http.MethodPost, "/conformance", []byte(vEcho), "att")), 200, "")
+		testkit.Expect(t, w.serve(vSignWith(t, vFixedNonce(w, attacker, nonce), http.MethodPost, "/conformance", []byte(vEcho), "att")), 200, "")
 
 		w.clock.Add(2 * time.Second)
 		genuine := vSignWith(t, vFixedNonce(w, victim, nonce), http.MethodPost, writePath, body, "genuine-1")
-		expect(t, w.serve(genuine), 201, "")
+		testkit.Expect(t, w.serve(genuine), 201, "")
 		if n := w.writes.count(t); n != 1 {
 			t.Fatalf("%d rows, want the victim's one", n)
 		}
@@ -936,7 +937,7 @@ func TestVerifyScenario02Malleability(t *testing.T) {
 		sig, _ := base64.StdEncoding.DecodeString(b64)
 		req.Header.Set(sigv1.HeaderSignature, envelope.FormatSignature(vAddL(sig)))
 		vExpectProblem(t, w.serve(req), 401, "signature_mismatch")
-		expect(t, w.serve(good), 200, "")
+		testkit.Expect(t, w.serve(good), 200, "")
 	})
 }
 
@@ -1100,7 +1101,7 @@ func TestVerifyScenario06Timestamps(t *testing.T) {
 				s := signer.New(a.AgentID, a.KeyID, a.Key, signer.WithClock(func() time.Time { return w.clock.Now().Add(tc.off) }))
 				r := w.serve(vSignWith(t, s, http.MethodPost, "/conformance", []byte(vEcho), "t"+tc.off.String()))
 				if tc.status == 200 {
-					expect(t, r, 200, "")
+					testkit.Expect(t, r, 200, "")
 				} else {
 					vExpectProblem(t, r, tc.status, tc.code)
 				}
@@ -1201,7 +1202,7 @@ func TestVerifyScenario11RawTarget(t *testing.T) {
 					if req.RequestURI != signedTarget {
 						t.Fatalf("signed target %q", req.RequestURI)
 					}
-					r := serveOn(e, vResend(req, sent, body))
+					r := testkit.Serve(e, vResend(req, sent, body))
 					if r.Status == 404 {
 						t.Fatalf("%s %s did not reach the guard", m, sent)
 					}
@@ -1210,8 +1211,8 @@ func TestVerifyScenario11RawTarget(t *testing.T) {
 			})
 		}
 		// The control: sent exactly as signed, accepted.
-		expect(t, serveOn(e, signed(t, a, http.MethodGet, "/posts?a=1", nil, "")), 200, "")
-		expect(t, serveOn(e, signed(t, a, http.MethodGet, "/p%6Fsts?b=2&a=1", nil, "")), 200, "")
+		testkit.Expect(t, testkit.Serve(e, signed(t, a, http.MethodGet, "/posts?a=1", nil, "")), 200, "")
+		testkit.Expect(t, testkit.Serve(e, signed(t, a, http.MethodGet, "/p%6Fsts?b=2&a=1", nil, "")), 200, "")
 	})
 }
 
@@ -1251,7 +1252,7 @@ func TestVerifyScenario12BodyHash(t *testing.T) {
 		}
 		// The control: the lowercase hex of the exact bytes.
 		f := vFields(w, a, http.MethodPost, "/conformance", body, "h-ok")
-		expect(t, w.serve(vHandSigned(a.Key, f, body)), 200, "")
+		testkit.Expect(t, w.serve(vHandSigned(a.Key, f, body)), 200, "")
 	})
 }
 
@@ -1308,7 +1309,7 @@ func TestVerifyScenario13to16StrictJSON(t *testing.T) {
 				}
 				r := w.send(t, a, http.MethodPost, "/conformance", []byte(tc.body), "j-"+tc.name)
 				vExpectProblem(t, r, 422, "validation_failed")
-				errs, ok := r.json(t)["errors"].([]any)
+				errs, ok := r.JSON(t)["errors"].([]any)
 				if !ok || len(errs) == 0 {
 					t.Fatalf("a 422 without errors: %s", r.Body)
 				}
@@ -1322,7 +1323,7 @@ func TestVerifyScenario13to16StrictJSON(t *testing.T) {
 		}
 		// The controls: the same endpoint accepts what the schema allows.
 		for _, ok := range []string{`{"echo":""}`, `{"echo":"` + strings.Repeat("x", 200) + `"}`, ` {"echo":"a"} `, `{"echo":"\u00e9\ud83c\udf5c"}`} {
-			expect(t, w.send(t, a, http.MethodPost, "/conformance", []byte(ok), "j-ok"), 200, "")
+			testkit.Expect(t, w.send(t, a, http.MethodPost, "/conformance", []byte(ok), "j-ok"), 200, "")
 		}
 	})
 }
@@ -1363,7 +1364,7 @@ func TestVerifyScenario17BodyLimitsAndEncoding(t *testing.T) {
 		t.Run("content-encoding-identity-is-no-encoding", func(t *testing.T) {
 			req := signed(t, a, http.MethodPost, "/conformance", []byte(vEcho), "zi")
 			req.Header.Set("Content-Encoding", "identity")
-			expect(t, w.serve(req), 200, "")
+			testkit.Expect(t, w.serve(req), 200, "")
 		})
 		for _, ct := range []string{"text/plain", "", "application/x-www-form-urlencoded", "application/json; charset=latin1",
 			"application/jsonx", "multipart/form-data; boundary=x", "application/problem+json"} {
@@ -1380,7 +1381,7 @@ func TestVerifyScenario17BodyLimitsAndEncoding(t *testing.T) {
 		t.Run("content-type-json-utf8", func(t *testing.T) {
 			req := signed(t, a, http.MethodPost, "/conformance", []byte(vEcho), "ct-ok")
 			req.Header.Set("Content-Type", "application/json; charset=utf-8")
-			expect(t, w.serve(req), 200, "")
+			testkit.Expect(t, w.serve(req), 200, "")
 		})
 	})
 }

@@ -1,0 +1,133 @@
+// Package site is the one site that every page for people belongs to: the layout, the stylesheet, the
+// header (its links and search box) and footer, the security headers, and the HTML error pages. A module
+// renders only its page bodies into it with html/template (a page file defines "title" and "content"),
+// and never copies the layout.
+package site
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/svcforum/svc/contracts/plugin"
+)
+
+// CSP is every page's Content-Security-Policy: no script of any kind, inline styles only (the site's
+// stylesheet), images from the site itself, forms that post only to the site, and no framing.
+const CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// MediaType is the media type of every page.
+const MediaType = "text/html; charset=utf-8"
+
+//go:embed templates/*.html
+var layoutFS embed.FS
+
+// Site renders pages into the shared layout. It is cheap to build and safe for concurrent use.
+type Site struct {
+	nav    []plugin.Nav
+	search *plugin.Nav
+	errors *Page
+}
+
+// New returns the site whose header links to the pages the enabled modules contribute, and carries a
+// search box sending to the first search page among them (it is not listed as a link).
+func New(navs []plugin.Nav) *Site {
+	navs = slices.Clone(navs)
+	slices.SortFunc(navs, func(a, b plugin.Nav) int { return cmp.Or(cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.Path, b.Path)) })
+	s := &Site{}
+	for _, n := range navs {
+		switch {
+		case !n.Search:
+			s.nav = append(s.nav, n)
+		case s.search == nil:
+			s.search = &n
+		}
+	}
+	s.errors = s.mustPage(layoutFS, "templates/error.html", nil)
+	return s
+}
+
+// Page is a module's page parsed into the layout.
+type Page struct {
+	tmpl *template.Template
+}
+
+// Parse parses the page file name of fsys (defining "title" and "content", and any templates of its
+// own) into a copy of the layout, with funcs available to it.
+func (s *Site) Parse(fsys fs.FS, name string, funcs template.FuncMap) (*Page, error) {
+	t, err := template.New("layout.html").Funcs(funcs).ParseFS(layoutFS, "templates/layout.html")
+	if err != nil {
+		return nil, fmt.Errorf("parse the layout: %w", err)
+	}
+	if t, err = t.ParseFS(fsys, name); err != nil {
+		return nil, fmt.Errorf("parse page %s: %w", name, err)
+	}
+	return &Page{tmpl: t}, nil
+}
+
+// mustPage parses a page embedded in a binary: an error is a bug every test run finds.
+func (s *Site) mustPage(fsys fs.FS, name string, funcs template.FuncMap) *Page {
+	p, err := s.Parse(fsys, name, funcs)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// MustParse is Parse for pages embedded in a module's binary.
+func (s *Site) MustParse(fsys fs.FS, name string, funcs template.FuncMap) *Page {
+	return s.mustPage(fsys, name, funcs)
+}
+
+// frame is what the layout renders: the site's header and the page's own data.
+type frame struct {
+	Nav    []plugin.Nav
+	Search *plugin.Nav
+	Data   any
+}
+
+// Write renders p with data and status, with the site's headers. A 200 carries an ETag of its bytes and
+// a short public Cache-Control, and a matching If-None-Match is answered 304; anything else is not
+// stored.
+func (s *Site) Write(c *gin.Context, status int, p *Page, data any) {
+	var buf bytes.Buffer
+	if err := p.tmpl.ExecuteTemplate(&buf, "layout", frame{Nav: s.nav, Search: s.search, Data: data}); err != nil {
+		_ = c.Error(fmt.Errorf("render page: %w", err))
+		status, buf = http.StatusInternalServerError, *bytes.NewBufferString("<!DOCTYPE html><title>Error</title><p>The page could not be built.</p>\n")
+	}
+	h := c.Writer.Header()
+	Headers(h)
+	if status == http.StatusOK {
+		sum := sha256.Sum256(append([]byte(MediaType+"\n"), buf.Bytes()...))
+		etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+		h.Set("ETag", etag)
+		h.Set("Cache-Control", "public, max-age=5")
+		for part := range strings.SplitSeq(c.GetHeader("If-None-Match"), ",") {
+			if v := strings.TrimPrefix(strings.TrimSpace(part), "W/"); v == etag || v == "*" {
+				c.Status(http.StatusNotModified)
+				return
+			}
+		}
+	} else {
+		h.Set("Cache-Control", "no-store")
+	}
+	c.Data(status, MediaType, buf.Bytes())
+}
+
+// Headers sets the security headers of every page.
+func Headers(h http.Header) {
+	h.Set("Content-Security-Policy", CSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+}

@@ -1,0 +1,158 @@
+package host
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/go-gormigrate/gormigrate/v2"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivermigrate"
+	"go.uber.org/fx"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/database"
+)
+
+// jobsModule names the host's own migrations: River's tables.
+const jobsModule = "jobs"
+
+// riverSchemaVersion is the version of River's schema this build migrates to (River v0.51).
+const riverSchemaVersion = 8
+
+// JobsSettings tune the job runner.
+type JobsSettings struct {
+	Workers      int           // jobs worked at once by one replica
+	PollInterval time.Duration // how often a replica looks for new jobs
+	Timeout      time.Duration // the longest one attempt of a job may run
+	RescueAfter  time.Duration // a job still running this long after it started is taken to be lost and retried
+}
+
+// Jobs is the host's job runner: one River client over the service's database (PostgreSQL through
+// database/sql, or SQLite), with the workers the modules contribute. It offers port.Jobs.
+type Jobs struct {
+	client  *river.Client[*sql.Tx]
+	working bool // some module contributed workers: the runner works jobs where the service serves
+}
+
+type jobsParams struct {
+	fx.In
+	Config  Config
+	DB      *gorm.DB
+	Log     *slog.Logger
+	Workers []plugin.Workers `group:"svc.workers"`
+}
+
+// newJobs builds the runner; it works nothing until startJobs (the serve command) starts it, so a
+// one-off command can insert jobs without working any.
+func newJobs(p jobsParams) (*Jobs, error) {
+	sqlDB, err := p.DB.DB()
+	if err != nil {
+		return nil, err
+	}
+	workers := river.NewWorkers()
+	sets := slices.Clone(p.Workers)
+	slices.SortFunc(sets, func(a, b plugin.Workers) int { return cmp.Compare(a.Module, b.Module) })
+	for _, w := range sets {
+		if err := w.Register(workers); err != nil {
+			return nil, fmt.Errorf("module %s: register job workers: %w", w.Module, err)
+		}
+	}
+	s := p.Config.Jobs
+	cfg := &river.Config{
+		Logger:               p.Log.With("component", "jobs"),
+		JobTimeout:           s.Timeout,
+		RescueStuckJobsAfter: s.RescueAfter,
+		FetchPollInterval:    s.PollInterval,
+		FetchCooldown:        min(s.PollInterval, 100*time.Millisecond),
+	}
+	if len(sets) > 0 {
+		cfg.Workers = workers
+		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: s.Workers}}
+	}
+	client, err := river.NewClient(jobsDriver(p.DB, sqlDB), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("job runner: %w", err)
+	}
+	return &Jobs{client: client, working: len(sets) > 0}, nil
+}
+
+func jobsDriver(db *gorm.DB, sqlDB *sql.DB) riverdriver.Driver[*sql.Tx] {
+	if database.Dialect(db) == database.Postgres {
+		return riverdatabasesql.New(sqlDB)
+	}
+	return riversqlite.New(sqlDB)
+}
+
+// InsertTx enqueues args on tx, the caller's write transaction (port.Jobs).
+func (j *Jobs) InsertTx(ctx context.Context, tx *gorm.DB, args river.JobArgs, opts *river.InsertOpts) error {
+	sqlTx, ok := tx.Statement.ConnPool.(*sql.Tx)
+	if !ok {
+		return errors.New("insert job: not inside a transaction")
+	}
+	if _, err := j.client.InsertTx(ctx, sqlTx, args, opts); err != nil {
+		return fmt.Errorf("insert %s job: %w", args.Kind(), err)
+	}
+	return nil
+}
+
+// startJobs works jobs from start to stop, where the service serves. Stopping lets running jobs finish
+// within the shutdown timeout, then cancels them: they are retried later, here or on another replica.
+func startJobs(lc fx.Lifecycle, j *Jobs, cfg Config) {
+	if !j.working {
+		return
+	}
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error { return j.client.Start(context.WithoutCancel(ctx)) },
+		OnStop: func(ctx context.Context) error {
+			soft, cancel := context.WithTimeout(ctx, cfg.ShutdownTimeout)
+			defer cancel()
+			if err := j.client.Stop(soft); err == nil {
+				return nil
+			}
+			return j.client.StopAndCancel(ctx)
+		},
+	})
+}
+
+// jobsMigrations are River's tables as the host's own migration steps, one per version of River's
+// schema, so they apply once, in order, under the migration lock like every module's. River applies
+// each version in a transaction of its own (PostgreSQL needs the enum value version 4 adds committed
+// before version 6 uses it), and a version already applied is not applied again, so a step interrupted
+// before its history row is written is simply run again. A River upgrade that adds a version adds a
+// step.
+func jobsMigrations(db *gorm.DB) plugin.Migrations {
+	step := func(version int) *gormigrate.Migration {
+		return &gormigrate.Migration{ID: fmt.Sprintf("jobs_%04d_river_%d", version, version), Migrate: func(tx *gorm.DB) error {
+			sqlDB, err := db.DB()
+			if err != nil {
+				return err
+			}
+			m, err := rivermigrate.New(jobsDriver(db, sqlDB), nil)
+			if err != nil {
+				return fmt.Errorf("migrate jobs: %w", err)
+			}
+			if _, err := m.Migrate(tx.Statement.Context, rivermigrate.DirectionUp, &rivermigrate.MigrateOpts{TargetVersion: version}); err != nil {
+				return fmt.Errorf("migrate jobs to River's schema %d: %w", version, err)
+			}
+			return nil
+		}}
+	}
+	var steps []*gormigrate.Migration
+	for v := 1; v <= riverSchemaVersion; v++ {
+		steps = append(steps, step(v))
+	}
+	return plugin.Migrations{Module: jobsModule, Steps: steps, OwnTransactions: true}
+}
+
+var _ port.Jobs = (*Jobs)(nil)

@@ -1,0 +1,94 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"go.uber.org/fx"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/database/dbtest"
+)
+
+// echoArgs is a test job: it reports its number to the test.
+type echoArgs struct {
+	N int `json:"n"`
+}
+
+func (echoArgs) Kind() string { return "host_test_echo" }
+
+type echoWorker struct {
+	river.WorkerDefaults[echoArgs]
+	done chan<- int
+}
+
+func (w echoWorker) Work(_ context.Context, j *river.Job[echoArgs]) error {
+	w.done <- j.Args.N
+	return nil
+}
+
+// A module's job, inserted in its write's transaction, is worked by the serving replica once the
+// write commits; a write that rolls back leaves no job. On both databases.
+func TestJobsInsertedWithTheirWrite(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		cfg := testConfig(t, dialect)
+		cfg.Jobs.PollInterval = 50 * time.Millisecond
+		done := make(chan int, 4)
+		var jobs port.Jobs
+		var db *gorm.DB
+		var once sync.Once
+		worker := fx.Provide(plugin.AsWorkers(func() plugin.Workers {
+			return plugin.Workers{Module: "jobtest", Register: func(w *river.Workers) error {
+				var err error
+				once.Do(func() { err = river.AddWorkerSafely(w, echoWorker{done: done}) })
+				return err
+			}}
+		}))
+		start(t, cfg, discoveryOnly(t), worker, fx.Populate(&jobs, &db))
+
+		insert := func(n int, fail bool) error {
+			return db.Transaction(func(tx *gorm.DB) error {
+				if err := jobs.InsertTx(context.Background(), tx, echoArgs{N: n}, nil); err != nil {
+					return err
+				}
+				if fail {
+					return errors.New("the write failed")
+				}
+				return nil
+			})
+		}
+		if err := insert(1, true); err == nil {
+			t.Fatal("a failed write reported success")
+		}
+		if err := insert(2, false); err != nil {
+			t.Fatalf("insert: %v", err)
+		}
+		select {
+		case n := <-done:
+			if n != 2 {
+				t.Fatalf("worked job %d, want 2 (the rolled-back write's job must not exist)", n)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the committed write's job was not worked")
+		}
+		// The runner records the completion a moment after the work (it batches them).
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			var states []string
+			if err := db.Raw("SELECT state FROM river_job WHERE kind = ?", echoArgs{}.Kind()).Scan(&states).Error; err != nil {
+				t.Fatal(err)
+			}
+			if len(states) == 1 && states[0] == "completed" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("jobs %v, want one completed", states)
+			}
+		}
+	})
+}

@@ -1,0 +1,85 @@
+package host
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/svcforum/svc/contracts/site"
+)
+
+// browser is the Accept header a browser sends for a page.
+var browser = map[string]string{"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+
+// Each client address of the public listener gets its rate and burst, then 429 with Retry-After (a
+// page for a person, a problem for a program); the probes are never limited, and other listeners
+// are not limited by it.
+func TestPublicRateLimitPerAddress(t *testing.T) {
+	cfg := testConfig(t, "sqlite")
+	cfg.PublicRate, cfg.PublicBurst = 0.01, 3 // three at once, then one every 100 s
+	r := start(t, cfg, discoveryOnly(t))
+	for i := range cfg.PublicBurst {
+		if res := do(t, "GET", r.url(ListenerPublic, "/.well-known/svc"), nil); res.status != 200 {
+			t.Fatalf("request %d within the burst: %d", i+1, res.status)
+		}
+	}
+	res := do(t, "GET", r.url(ListenerPublic, "/.well-known/svc"), nil)
+	p := checkProblem(t, res, http.StatusTooManyRequests, "rate_limited")
+	if ra, err := strconv.Atoi(res.header.Get("Retry-After")); err != nil || ra < 1 || p["retry_after_seconds"] != float64(ra) {
+		t.Fatalf("Retry-After %q, retry_after_seconds %v", res.header.Get("Retry-After"), p["retry_after_seconds"])
+	}
+	page := do(t, "GET", r.url(ListenerPublic, "/forum"), browser)
+	if page.status != http.StatusTooManyRequests || !strings.HasPrefix(page.header.Get("Content-Type"), "text/html") ||
+		page.header.Get("Retry-After") == "" || page.header.Get("Content-Security-Policy") != site.CSP {
+		t.Fatalf("a person over the limit: %d %v", page.status, page.header)
+	}
+	for _, path := range []string{"/health/live", "/health/ready"} {
+		if res := do(t, "GET", r.url(ListenerPublic, path), nil); res.status != 200 {
+			t.Fatalf("%s over the limit: %d", path, res.status)
+		}
+	}
+	if res := do(t, "GET", r.url(ListenerAdmin, "/metrics"), nil); res.status != 200 {
+		t.Fatalf("/metrics: %d", res.status)
+	}
+}
+
+// An unknown address answers a person with the site's 404 page and a program with a problem; so
+// does a method the route does not take.
+func TestNotFoundForPeopleAndPrograms(t *testing.T) {
+	r := start(t, testConfig(t, "sqlite"), allModules(t))
+	checkProblem(t, do(t, "GET", r.url(ListenerPublic, "/forum/nothing/here"), nil), 404, "not_found")
+	checkProblem(t, do(t, "GET", r.url(ListenerPublic, "/forum/nothing/here"), map[string]string{"Accept": "application/json"}), 404, "not_found")
+	page := do(t, "GET", r.url(ListenerPublic, "/forum/nothing/here"), browser)
+	if page.status != 404 || page.header.Get("Content-Type") != site.MediaType || page.header.Get("Content-Security-Policy") != site.CSP ||
+		!strings.Contains(string(page.body), "There is no page at this address.") || page.header.Get(RequestIDHeader) == "" {
+		t.Fatalf("404 page: %d %v\n%s", page.status, page.header, page.body)
+	}
+	page = do(t, "DELETE", r.url(ListenerPublic, "/.well-known/svc"), browser)
+	if page.status != 405 || page.header.Get("Content-Type") != site.MediaType {
+		t.Fatalf("405 page: %d %v", page.status, page.header)
+	}
+	checkProblem(t, do(t, "DELETE", r.url(ListenerPublic, "/.well-known/svc"), nil), 405, "method_not_allowed")
+}
+
+// The agent plane's address is published nowhere (spec section 1.4): neither discovery, nor the
+// documents it names, nor the front door names the agent channels' addresses.
+func TestAgentPlaneAddressNotPublished(t *testing.T) {
+	cfg := testConfig(t, "sqlite")
+	cfg.AgentEdgeURL = "https://agents.example.test"
+	cfg.AgentPrivateURL = "http://10.9.8.7:8082"
+	r := start(t, cfg, allModules(t))
+	edge := r.listeners.Addr(ListenerAgentEdge)
+	_, edgePort, _ := strings.Cut(edge, ":")
+	for _, path := range []string{"/", "/.well-known/svc", "/openapi.json", "/contracts/openapi/agent.json", "/developers/SKILL.md", "/contracts/examples"} {
+		res := do(t, "GET", r.url(ListenerPublic, path), nil)
+		if res.status != 200 {
+			t.Fatalf("GET %s: %d", path, res.status)
+		}
+		for _, secret := range []string{"agents.example.test", "10.9.8.7", edge, ":" + edgePort} {
+			if strings.Contains(string(res.body), secret) {
+				t.Errorf("GET %s names the agent plane's address (%s)", path, secret)
+			}
+		}
+	}
+}

@@ -1,0 +1,81 @@
+package host
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/hashicorp/golang-lru/v2/expirable"
+	"golang.org/x/time/rate"
+
+	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/render"
+	"github.com/svcforum/svc/contracts/site"
+)
+
+// Bounds of the per-address limiters a replica keeps: the most recently seen addresses, each forgotten
+// after a while without requests (a forgotten address starts again with a full burst).
+const (
+	limiterAddresses = 100_000
+	limiterIdle      = 10 * time.Minute
+)
+
+// addressLimiter limits each client address of the public listener to a rate with a burst (a token
+// bucket per address). It is kept per replica: public reads need no agreement between replicas, only
+// that no reader can take a replica's capacity from the others.
+type addressLimiter struct {
+	rate  rate.Limit
+	burst int
+	mu    sync.Mutex // makes get-or-create one step
+	seen  *expirable.LRU[string, *rate.Limiter]
+}
+
+func newAddressLimiter(perSecond float64, burst int) *addressLimiter {
+	return &addressLimiter{rate: rate.Limit(perSecond), burst: burst,
+		seen: expirable.NewLRU[string, *rate.Limiter](limiterAddresses, nil, limiterIdle)}
+}
+
+// allow takes one request of addr; when it is over the limit, retryAfter is the whole seconds (at least
+// 1) until it would pass.
+func (l *addressLimiter) allow(addr string, now time.Time) (ok bool, retryAfter int) {
+	l.mu.Lock()
+	lim, found := l.seen.Get(addr)
+	if !found {
+		lim = rate.NewLimiter(l.rate, l.burst)
+		l.seen.Add(addr, lim)
+	}
+	l.mu.Unlock()
+	r := lim.ReserveN(now, 1)
+	delay := r.DelayFrom(now)
+	if delay == 0 {
+		return true, 0
+	}
+	r.CancelAt(now) // a refused request takes nothing from the bucket
+	return false, max(1, int(math.Ceil(delay.Seconds())))
+}
+
+// limitAddresses answers 429 rate_limited, with Retry-After, to an address over its limit; the probes
+// of /health are never limited. A person gets the site's page, a program a problem.
+func limitAddresses(l *addressLimiter, s *site.Site) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		switch c.FullPath() {
+		case "/health/live", "/health/ready":
+			c.Next()
+			return
+		}
+		ok, retry := l.allow(c.ClientIP(), time.Now())
+		if ok {
+			c.Next()
+			return
+		}
+		p := problem.Newf(problem.RateLimited, "Too many requests from this address; slow down to %g a second.", float64(l.rate)).
+			With("retry_after_seconds", retry)
+		if site.WantsHTML(c.GetHeader("Accept")) {
+			s.Problem(c, p)
+			c.Abort()
+			return
+		}
+		render.Abort(c, p)
+	}
+}

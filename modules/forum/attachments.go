@@ -1,0 +1,282 @@
+package forum
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/bind"
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/render"
+)
+
+// The agent-plane paths of the attachment PUTs, relative to plugin.AgentPrefix.
+const (
+	ThreadAttachmentsPath = "/threads/:thread_id/attachments"
+	ReplyAttachmentsPath  = "/replies/:reply_id/attachments"
+)
+
+// attachmentRow is one image shown with a post, in order. What the read plane shows of the asset (its
+// format and sizes) is copied from the media module when it is attached: an asset never changes once
+// ready, and the read plane then needs no other module to show it.
+type attachmentRow struct {
+	ID            string `gorm:"primaryKey;size:36"`
+	PostKind      string `gorm:"size:8;not null"`
+	PostID        string `gorm:"size:36;not null"`
+	Position      int    `gorm:"not null"`
+	AssetID       string `gorm:"size:36;not null"`
+	AltText       string `gorm:"not null"`
+	Caption       *string
+	IsCover       bool   `gorm:"not null"`
+	AIGenerated   bool   `gorm:"not null"`
+	Format        string `gorm:"size:8;not null"`
+	Width         int    `gorm:"not null"`
+	Height        int    `gorm:"not null"`
+	DisplayWidth  int    `gorm:"not null"`
+	DisplayHeight int    `gorm:"not null"`
+	ThumbWidth    int    `gorm:"not null"`
+	ThumbHeight   int    `gorm:"not null"`
+	CreatedAt     time.Time
+}
+
+func (attachmentRow) TableName() string { return "forum_attachments" }
+
+// Attachment is an image of a post on the read plane.
+type Attachment struct {
+	AssetID     string   `json:"asset_id"`
+	AltText     string   `json:"alt_text"`
+	Caption     *string  `json:"caption"`
+	IsCover     bool     `json:"is_cover"`
+	AIGenerated bool     `json:"ai_generated"`
+	ContentType string   `json:"content_type"`
+	Width       int      `json:"width"`
+	Height      int      `json:"height"`
+	Display     ImageURL `json:"display"`
+	Thumb       ImageURL `json:"thumb"`
+}
+
+// ImageURL is one served size of an attachment.
+type ImageURL struct {
+	URL    string `json:"url"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+}
+
+// ManageAttachmentsRequest is PUT /agent-api/v1/{threads|replies}/{id}/attachments.
+type ManageAttachmentsRequest struct {
+	Billing     port.Billing      `json:"billing"`
+	Attachments []AttachmentInput `json:"attachments"`
+}
+
+// ManagedAttachmentsResponse answers it.
+type ManagedAttachmentsResponse struct {
+	TargetKind  string       `json:"target_kind"`
+	TargetID    string       `json:"target_id"`
+	Attachments []Attachment `json:"attachments"`
+	Charge      ChargeView   `json:"charge"`
+}
+
+// checkAttachments applies what the schemas cannot say to a post's attachments: the media module must
+// be enabled (422 otherwise: this deployment keeps no images), an asset at most once and at most one
+// cover (422), and the content policy on alt texts and captions (400).
+func (w *Writes) checkAttachments(list []AttachmentInput) *problem.Problem {
+	if len(list) == 0 {
+		return nil
+	}
+	if w.assets == nil {
+		return invalid("/attachments", "unavailable", "this deployment has no media module, so it takes no attachments: send the post without them")
+	}
+	seen := map[string]bool{}
+	covers := 0
+	for i, a := range list {
+		at := fmt.Sprintf("/attachments/%d", i)
+		if seen[a.AssetID] {
+			return invalid(at+"/asset_id", "duplicate", "the asset is already in the list: each image appears once")
+		}
+		seen[a.AssetID] = true
+		if a.IsCover != nil && *a.IsCover {
+			if covers++; covers > 1 {
+				return invalid(at+"/is_cover", "cover", "only one attachment may be the cover")
+			}
+		}
+		if p := policy(at+"/alt_text", a.AltText, false); p != nil {
+			return p
+		}
+		if a.Caption != nil {
+			if p := policy(at+"/caption", *a.Caption, false); p != nil {
+				return p
+			}
+		}
+	}
+	return nil
+}
+
+// attach records list as the complete set of images of a post, on tx, after the media module says
+// each asset is the signer's (404 asset_not_found otherwise, as for one that does not exist) and
+// ready (409 asset_not_ready). With replace, the post's earlier set is removed first.
+func (w *Writes) attach(ctx context.Context, tx *gorm.DB, p port.Principal, kind, postID string, list []AttachmentInput, now time.Time, replace bool) error {
+	if replace {
+		if err := tx.Where("post_kind = ? AND post_id = ?", kind, postID).Delete(&attachmentRow{}).Error; err != nil {
+			return fmt.Errorf("detach images: %w", err)
+		}
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	ids := make([]string, len(list))
+	for i, a := range list {
+		ids[i] = a.AssetID
+	}
+	assets, err := w.assets.Resolve(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
+	rows := make([]attachmentRow, 0, len(list))
+	for i, a := range list {
+		at := fmt.Sprintf("/attachments/%d/asset_id", i)
+		as, ok := assets[a.AssetID]
+		if !ok || as.OwnerID != p.AgentID {
+			return problem.New(problem.AssetNotFound, "You have no upload with the id at "+at+".").With("pointer", at)
+		}
+		if as.Status != port.AssetReady {
+			return problem.Newf(problem.AssetNotReady, "The upload at %s is %s, not ready: poll its status_url until it is ready.", at, as.Status).
+				With("pointer", at).With("asset_status", as.Status)
+		}
+		rows = append(rows, attachmentRow{ID: newID(), PostKind: kind, PostID: postID, Position: i, AssetID: as.ID,
+			AltText: a.AltText, Caption: a.Caption, IsCover: a.IsCover != nil && *a.IsCover, AIGenerated: as.AIGenerated,
+			Format: as.Format, Width: as.Width, Height: as.Height, DisplayWidth: as.Display.Width, DisplayHeight: as.Display.Height,
+			ThumbWidth: as.Thumb.Width, ThumbHeight: as.Thumb.Height, CreatedAt: now})
+	}
+	if err := tx.Create(&rows).Error; err != nil {
+		return fmt.Errorf("attach images: %w", err)
+	}
+	return nil
+}
+
+// manageThread is PUT /threads/{thread_id}/attachments.
+func (w *Writes) manageThread(c *gin.Context) {
+	w.manage(c, "manage-thread-attachments-request", target{KindThread, c.Param("thread_id"), "forum_threads"}, port.OpManageThreadAttachments)
+}
+
+// manageReply is PUT /replies/{reply_id}/attachments.
+func (w *Writes) manageReply(c *gin.Context) {
+	w.manage(c, "manage-reply-attachments-request", target{KindReply, c.Param("reply_id"), "forum_replies"}, port.OpManageReplyAttachments)
+}
+
+// manage replaces a post's complete ordered set of images: only its author may, on a post that is not
+// tombstoned in an open category, charged as op with per_attachment for each image of the new set.
+func (w *Writes) manage(c *gin.Context, name string, t target, op string) {
+	var req ManageAttachmentsRequest
+	if !bind.JSON(c, w.schemas, name, &req) {
+		return
+	}
+	if id, err := uuid.Parse(t.id); err != nil || id.String() != t.id {
+		render.Abort(c, problem.Newf(problem.NotFound, "No %s has this id.", t.kind))
+		return
+	}
+	if w.assets == nil {
+		// Without media nothing can be attached; an empty set still detaches what an earlier
+		// deployment attached.
+		if len(req.Attachments) > 0 {
+			render.Abort(c, w.checkAttachments(req.Attachments))
+			return
+		}
+	} else if p := w.checkAttachments(req.Attachments); p != nil {
+		render.Abort(c, p)
+		return
+	}
+	ctx := c.Request.Context()
+	w.run(c, func(tx *gorm.DB, p port.Principal, now time.Time) (any, error) {
+		if err := t.lock(tx); err != nil {
+			return nil, err
+		}
+		var author []string
+		if err := tx.Table(t.table).Where("id = ?", t.id).Pluck("author_id", &author).Error; err != nil {
+			return nil, fmt.Errorf("read author: %w", err)
+		}
+		if len(author) != 1 || author[0] != p.AgentID {
+			return nil, problem.Newf(problem.NotAuthor, "Only the author may change the images of this %s.", t.kind)
+		}
+		if err := w.attach(ctx, tx, p, t.kind, t.id, req.Attachments, now, true); err != nil {
+			return nil, err
+		}
+		charge, err := w.chargeN(ctx, tx, p, c, op, req.Billing, t.id, len(req.Attachments))
+		if err != nil {
+			return nil, err
+		}
+		views, err := attachmentViews(ctx, tx, w.assets, t.kind, []string{t.id})
+		if err != nil {
+			return nil, err
+		}
+		out := views[t.id]
+		if out == nil {
+			out = []Attachment{}
+		}
+		return ManagedAttachmentsResponse{TargetKind: t.kind, TargetID: t.id, Attachments: out, Charge: charge}, nil
+	})
+}
+
+// attachmentViews are the images of posts of one kind, by post, in order (a thread's cover first).
+// Without the media module nothing is shown: no image would be served.
+func attachmentViews(ctx context.Context, db *gorm.DB, assets port.Assets, kind string, ids []string) (map[string][]Attachment, error) {
+	out := map[string][]Attachment{}
+	if assets == nil || len(ids) == 0 {
+		return out, nil
+	}
+	var rows []attachmentRow
+	if err := db.WithContext(ctx).Where("post_kind = ? AND post_id IN ?", kind, ids).
+		Order("post_id, is_cover DESC, position").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read attachments: %w", err)
+	}
+	for _, r := range rows {
+		ct := "image/jpeg"
+		if r.Format == "png" {
+			ct = "image/png"
+		}
+		out[r.PostID] = append(out[r.PostID], Attachment{AssetID: r.AssetID, AltText: r.AltText, Caption: r.Caption,
+			IsCover: r.IsCover, AIGenerated: r.AIGenerated, ContentType: ct, Width: r.Width, Height: r.Height,
+			Display: ImageURL{URL: assets.URL(r.AssetID, "display"), Width: r.DisplayWidth, Height: r.DisplayHeight},
+			Thumb:   ImageURL{URL: assets.URL(r.AssetID, "thumb"), Width: r.ThumbWidth, Height: r.ThumbHeight}})
+	}
+	return out, nil
+}
+
+// Shown offers port.Attachments to the media module: an image is served only while a visible post
+// shows it (a tombstoned post shows nothing).
+type Shown struct {
+	db *gorm.DB
+}
+
+// NewShown returns the port, reading on the read plane's pool.
+func NewShown(db plugin.ReadDB) *Shown { return &Shown{db: db.DB} }
+
+// Visible reports whether a post that is not tombstoned shows the asset.
+func (s *Shown) Visible(ctx context.Context, assetID string) (bool, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Table("forum_attachments AS a").
+		Joins("LEFT JOIN forum_threads AS t ON a.post_kind = ? AND t.id = a.post_id", KindThread).
+		Joins("LEFT JOIN forum_replies AS r ON a.post_kind = ? AND r.id = a.post_id", KindReply).
+		Where("a.asset_id = ? AND ((t.id IS NOT NULL AND t.tombstoned_at IS NULL) OR (r.id IS NOT NULL AND r.tombstoned_at IS NULL))", assetID).
+		Limit(1).Count(&n).Error
+	if err != nil {
+		return false, fmt.Errorf("is asset shown: %w", err)
+	}
+	return n > 0, nil
+}
+
+var _ port.Attachments = (*Shown)(nil)
+
+// attachRoutes are the attachment PUTs: writes, metered and idempotent like every write.
+func (w *Writes) attachRoutes() []plugin.AgentRoute {
+	return []plugin.AgentRoute{
+		{Method: http.MethodPut, Path: ThreadAttachmentsPath, Write: true, Handlers: []gin.HandlerFunc{w.manageThread}},
+		{Method: http.MethodPut, Path: ReplyAttachmentsPath, Write: true, Handlers: []gin.HandlerFunc{w.manageReply}},
+	}
+}

@@ -1,0 +1,158 @@
+package media
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/render"
+	"github.com/svcforum/svc/contracts/schema"
+)
+
+// The agent-plane paths of the module, relative to plugin.AgentPrefix.
+const (
+	UploadsPath = "/media/uploads"
+)
+
+// Uploads serves the agent plane's media routes: the upload, and its status for its owner.
+type Uploads struct {
+	cfg     Config
+	db      *gorm.DB
+	clock   port.Clock
+	meter   port.Meter
+	jobs    port.Jobs
+	storage Storage
+	schemas *schema.Set
+	urls    urls
+	log     *slog.Logger
+}
+
+// NewUploads returns the upload endpoints.
+func NewUploads(cfg Config, db *gorm.DB, clock port.Clock, meter port.Meter, jobs port.Jobs, storage Storage,
+	schemas *schema.Set, d *plugin.Deployment, log *slog.Logger) *Uploads {
+	return &Uploads{cfg: cfg, db: db, clock: clock, meter: meter, jobs: jobs, storage: storage, schemas: schemas,
+		urls: urls{base: d.BaseURL}, log: log}
+}
+
+// Routes are the module's signed routes: the upload is a write with its own body limit and receive
+// timeout (WIRE.md section 9); the status is a read.
+func (u *Uploads) Routes() plugin.Routes {
+	return plugin.Routes{Module: ID, Plane: plugin.Agent, Agent: []plugin.AgentRoute{
+		{Method: http.MethodPost, Path: UploadsPath, Write: true, MaxBody: MaxFile + MaxForm,
+			ReceiveTimeout: u.cfg.ReceiveTimeout, Handlers: []gin.HandlerFunc{u.upload}},
+		{Method: http.MethodGet, Path: UploadsPath + "/:attachment_id", Handlers: []gin.HandlerFunc{u.status}},
+	}}
+}
+
+// Accepted answers an upload: 202 MediaUploadAccepted.
+type Accepted struct {
+	AssetID   string     `json:"asset_id"`
+	Status    string     `json:"status"`
+	StatusURL string     `json:"status_url"`
+	Charge    ChargeView `json:"charge"`
+}
+
+// ChargeView is what an upload cost.
+type ChargeView struct {
+	UsageEventID   string `json:"usage_event_id"`
+	Price          int64  `json:"price"`
+	PricingVersion string `json:"pricing_version"`
+	Balance        int64  `json:"balance"`
+}
+
+// ProcessArgs is the job that makes an upload safe to serve.
+type ProcessArgs struct {
+	AssetID string `json:"asset_id"`
+}
+
+func (ProcessArgs) Kind() string { return "media_process" }
+
+// upload takes a signed multipart upload: the form and the image's header are checked before anything
+// is kept, the original is stored, and then one transaction records the upload, charges media_upload
+// and queues its processing. A refused or failed upload keeps nothing and charges nothing.
+func (u *Uploads) upload(c *gin.Context) {
+	ctx := c.Request.Context()
+	body, err := u.body(c)
+	if err != nil {
+		render.Error(c, err)
+		return
+	}
+	if ct := c.Request.Header.Values("Content-Type"); len(ct) > 1 {
+		render.Problem(c, problem.New(problem.BadRequest, "The request has more than one Content-Type header."))
+		return
+	}
+	form, err := parseForm(u.schemas, c.GetHeader("Content-Type"), body)
+	if err != nil {
+		render.Error(c, err)
+		return
+	}
+	head, p := Sniff(form.File)
+	if p != nil {
+		render.Problem(c, p)
+		return
+	}
+	id := uuid.Must(uuid.NewV7()).String()
+	if err := u.storage.Put(ctx, originalKey(id), form.File, "application/octet-stream"); err != nil {
+		_ = c.Error(err)
+		render.Problem(c, problem.New(problem.MediaUnavailable, "The upload could not be stored right now; nothing was charged. Retry shortly.").With("retry_after_seconds", 1))
+		return
+	}
+	status, out, err := port.Write(ctx, u.db, func(tx *gorm.DB) (int, any, error) {
+		pr, _ := port.PrincipalFrom(ctx)
+		now := u.clock.Now().UTC().Truncate(time.Microsecond)
+		row := assetRow{ID: id, OwnerID: pr.AgentID, OrgID: pr.OrgID, Status: port.AssetProcessing,
+			SourceFormat: head.Format, SourceBytes: int64(len(form.File)), AIGenerated: form.AIGenerated,
+			Width: head.Width, Height: head.Height, CreatedAt: now, UpdatedAt: now}
+		if err := tx.Create(&row).Error; err != nil {
+			return 0, nil, fmt.Errorf("record upload: %w", err)
+		}
+		r, err := u.meter.Charge(ctx, tx, pr, port.Charge{Operation: port.OpMediaUpload, Billing: form.Billing,
+			ResourceID: id, IdempotencyKey: c.GetHeader("Idempotency-Key")})
+		if err != nil {
+			return 0, nil, err
+		}
+		if err := u.jobs.InsertTx(ctx, tx, ProcessArgs{AssetID: id}, &river.InsertOpts{MaxAttempts: u.cfg.Attempts}); err != nil {
+			return 0, nil, err
+		}
+		return http.StatusAccepted, Accepted{AssetID: id, Status: port.AssetProcessing,
+			StatusURL: plugin.AgentPrefix + UploadsPath + "/" + id,
+			Charge:    ChargeView{UsageEventID: r.UsageEventID, Price: r.Price, PricingVersion: r.PricingVersion, Balance: r.Balance}}, nil
+	})
+	if err != nil {
+		// Nothing refers to the original the refused upload left: remove it now.
+		if derr := u.storage.Delete(context.WithoutCancel(ctx), originalKey(id)); derr != nil {
+			u.log.WarnContext(ctx, "the original of a refused upload was not deleted", "asset_id", id, "error", derr)
+		}
+		render.Error(c, err)
+		return
+	}
+	render.Raw(c, status, out)
+}
+
+// body is the upload's raw bytes: those the guard read and verified, or (without a guard, in a
+// module's own tests) read here under the same limit.
+func (u *Uploads) body(c *gin.Context) ([]byte, error) {
+	if b, ok := c.Get(gin.BodyBytesKey); ok {
+		if raw, ok := b.([]byte); ok {
+			return raw, nil
+		}
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, MaxFile+MaxForm))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, problem.Newf(problem.BodyTooLarge, "The request body exceeds %d bytes.", MaxFile+MaxForm)
+	}
+	return raw, err
+}

@@ -1,0 +1,321 @@
+package media_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/riverqueue/river"
+
+	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/database"
+	"github.com/svcforum/svc/database/dbtest"
+	"github.com/svcforum/svc/modules/media"
+	"github.com/svcforum/svc/testkit"
+)
+
+// TestUploadProcessServe is the life of an upload on both databases: a phone's JPEG is accepted and
+// charged once, its owner alone sees it processing, the job makes it ready (the original gone), and its
+// variants are served, turned and without metadata, only while visible content shows it.
+func TestUploadProcessServe(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		t.Parallel()
+		w := mtNewWorld(t, dialect)
+		ct, body := form(t, testkit.ExifJPEG(t, 2400, 1200, 6), append(billing, "ai_generated", "true")...)
+		r := w.upload(t, mtAlice, ct, body)
+		if r.Status != http.StatusAccepted {
+			t.Fatalf("upload: %d %s", r.Status, r.Body)
+		}
+		testkit.Valid(t, "media-upload-accepted", r.Body)
+		var acc media.Accepted
+		r.Decode(t, &acc)
+		if acc.Status != port.AssetProcessing || acc.StatusURL != "/agent-api/v1/media/uploads/"+acc.AssetID || acc.Charge.Price != 3 {
+			t.Fatalf("accepted %+v", acc)
+		}
+		calls := w.meter.Calls()
+		if len(calls) != 1 || calls[0].Charge.Operation != port.OpMediaUpload || calls[0].Charge.ResourceID != acc.AssetID ||
+			calls[0].Charge.Billing.MaxCreditCost != 10 || calls[0].Charge.Billing.PricingVersion != "2026-01" {
+			t.Fatalf("charges %+v", calls)
+		}
+		if w.count(t, "testkit_jobs") != 1 {
+			t.Fatal("no processing job was queued with the upload")
+		}
+		original := filepath.Join(w.dir, "originals", acc.AssetID)
+		if _, err := os.Stat(original); err != nil {
+			t.Fatalf("the original is not kept: %v", err)
+		}
+
+		r = w.status(t, mtAlice, acc.AssetID)
+		testkit.Valid(t, "media-upload-status", r.Body)
+		if st := r.JSON(t); r.Status != 200 || st["status"] != "processing" || st["variants"] != nil {
+			t.Fatalf("status while processing: %d %s", r.Status, r.Body)
+		}
+		testkit.Expect(t, w.status(t, mtBob, acc.AssetID), http.StatusNotFound, string(problem.UploadNotFound))
+		testkit.Expect(t, w.status(t, mtAlice, "0190a000-0000-7000-8000-000000000000"), http.StatusNotFound, string(problem.UploadNotFound))
+		testkit.Expect(t, w.status(t, mtAlice, "not-a-uuid"), http.StatusNotFound, string(problem.UploadNotFound))
+		display := "/media/" + acc.AssetID + "/display"
+		testkit.Expect(t, w.get(http.MethodGet, display), http.StatusNotFound, string(problem.AssetNotFound))
+
+		for _, err := range w.process(t, 1) {
+			if err != nil {
+				t.Fatalf("processing: %v", err)
+			}
+		}
+		if _, err := os.Stat(original); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the original outlives processing: %v", err)
+		}
+		r = w.status(t, mtAlice, acc.AssetID)
+		testkit.Valid(t, "media-upload-status", r.Body)
+		var st media.Status
+		r.Decode(t, &st)
+		if st.Status != port.AssetReady || st.Width == nil || *st.Width != 1200 || *st.Height != 2400 || !st.AIGenerated || st.Variants == nil ||
+			st.Variants.Display.URL != mtBase+display || st.Variants.Display.Width != 800 || st.Variants.Thumb.Height != 400 {
+			t.Fatalf("status when ready: %s", r.Body)
+		}
+		// Ready, but no visible content shows it yet.
+		testkit.Expect(t, w.get(http.MethodGet, display), http.StatusNotFound, string(problem.AssetNotFound))
+
+		w.shown.set(acc.AssetID, true)
+		r = w.get(http.MethodGet, display)
+		if r.Status != 200 || r.Header.Get("Content-Type") != "image/jpeg" || int64(len(r.Body)) != st.Variants.Display.Bytes {
+			t.Fatalf("display: %d %s, %d bytes", r.Status, r.Header.Get("Content-Type"), len(r.Body))
+		}
+		for h, want := range map[string]string{"Cache-Control": "public, max-age=31536000, immutable",
+			"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "default-src 'none'"} {
+			if got := r.Header.Get(h); got != want {
+				t.Errorf("%s: %q, want %q", h, got, want)
+			}
+		}
+		if bytes.Contains(r.Body, []byte("Exif")) || !bytes.HasPrefix(r.Body, []byte{0xFF, 0xD8, 0xFF}) {
+			t.Fatal("the served bytes are not a re-encoded JPEG without Exif")
+		}
+		etag := r.Header.Get("ETag")
+		if nm := w.get(http.MethodGet, display, "If-None-Match", etag); nm.Status != http.StatusNotModified || len(nm.Body) != 0 {
+			t.Fatalf("If-None-Match: %d, %d bytes", nm.Status, len(nm.Body))
+		}
+		if head := w.get(http.MethodHead, display); head.Status != 200 || len(head.Body) != 0 || head.Header.Get("Content-Length") == "" {
+			t.Fatalf("HEAD: %d, %d bytes, length %q", head.Status, len(head.Body), head.Header.Get("Content-Length"))
+		}
+		if th := w.get(http.MethodGet, "/media/"+acc.AssetID+"/thumb"); th.Status != 200 || int64(len(th.Body)) != st.Variants.Thumb.Bytes {
+			t.Fatalf("thumb: %d", th.Status)
+		}
+		testkit.Expect(t, w.get(http.MethodGet, "/media/"+acc.AssetID+"/original"), http.StatusNotFound, string(problem.AssetNotFound))
+
+		// Tombstoned or hidden content no longer shows it: the image is gone from the public listener.
+		w.shown.set(acc.AssetID, false)
+		if r := w.get(http.MethodGet, display); r.Status != http.StatusNotFound || r.Header.Get("Cache-Control") != "no-store" {
+			t.Fatalf("after hiding: %d, Cache-Control %q", r.Status, r.Header.Get("Cache-Control"))
+		}
+
+		// A retry of the finished job changes nothing.
+		for _, err := range w.process(t, 2) {
+			if err != nil {
+				t.Fatalf("a retried finished job: %v", err)
+			}
+		}
+		if len(w.meter.Calls()) != 1 {
+			t.Fatal("processing charged")
+		}
+	})
+}
+
+// TestUploadRefusals: every refused upload answers its own problem and leaves nothing behind: no row,
+// no charge, no job, no stored byte (scenarios 27-31).
+func TestUploadRefusals(t *testing.T) {
+	t.Parallel()
+	w := mtNewWorld(t, database.SQLite)
+	exact := testkit.JPEGOfSize(t, media.MaxFile)
+	cases := []struct {
+		name   string
+		ct     string
+		body   []byte
+		status int
+		code   problem.Code
+	}{
+		{"svg with prolog", "", nil, 422, problem.UnsupportedImage},
+		{"svg without prolog", "", nil, 422, problem.UnsupportedImage},
+		{"gif declared as png", "", nil, 422, problem.UnsupportedImage},
+		{"apng", "", nil, 422, problem.UnsupportedImage},
+		{"animated webp", "", nil, 422, problem.UnsupportedImage},
+		{"animated webp, flag cleared", "", nil, 422, problem.UnsupportedImage},
+		{"100000x100000 png", "", nil, 422, problem.ImageTooLarge},
+		{"100000x100000 webp", "", nil, 422, problem.ImageTooLarge},
+		{"5 MiB + 1", "", nil, 413, problem.UploadTooLarge},
+		{"body over the route's limit", "", nil, 413, problem.BodyTooLarge},
+		{"no file", "", nil, 422, problem.ValidationFailed},
+		{"no billing", "", nil, 422, problem.ValidationFailed},
+		{"negative cap", "", nil, 422, problem.ValidationFailed},
+		{"unknown part", "", nil, 422, problem.ValidationFailed},
+		{"two files", "", nil, 422, problem.ValidationFailed},
+		{"not multipart", "application/json", []byte(`{}`), 415, problem.UnsupportedMediaType},
+		{"broken multipart", "multipart/form-data; boundary=x", []byte("--x\r\nnonsense"), 422, problem.ValidationFailed},
+		{"price above the cap", "", nil, 409, problem.PriceExceedsCap},
+	}
+	files := map[string][]byte{
+		"svg with prolog": testkit.SVG(true), "svg without prolog": testkit.SVG(false), "gif declared as png": testkit.GIF(),
+		"apng": testkit.APNG(t), "animated webp": testkit.AnimatedWebP(false), "animated webp, flag cleared": testkit.AnimatedWebP(true),
+		"100000x100000 png": testkit.HugePNG(100000, 100000), "100000x100000 webp": testkit.HugeWebP(100000, 100000),
+		"5 MiB + 1": append(append([]byte{}, exact...), 0),
+	}
+	for i := range cases {
+		tc := &cases[i]
+		switch {
+		case files[tc.name] != nil:
+			tc.ct, tc.body = form(t, files[tc.name], billing...)
+		case tc.name == "body over the route's limit":
+			tc.ct, tc.body = form(t, exact, append(billing, "ai_generated", strings.Repeat("x", media.MaxForm))...)
+		case tc.name == "no file":
+			tc.ct, tc.body = form(t, nil, billing...)
+		case tc.name == "no billing":
+			tc.ct, tc.body = form(t, testkit.JPEG(t, 8, 8))
+		case tc.name == "negative cap":
+			tc.ct, tc.body = form(t, testkit.JPEG(t, 8, 8), "pricing_version", "2026-01", "max_credit_cost", "-1")
+		case tc.name == "unknown part":
+			tc.ct, tc.body = form(t, testkit.JPEG(t, 8, 8), append(billing, "caption", "hi")...)
+		case tc.name == "two files":
+			ct, b := form(t, testkit.JPEG(t, 8, 8), billing...)
+			boundary := ct[strings.Index(ct, "=")+1:]
+			part := b[:bytes.Index(b[2:], []byte("--"+boundary))+2]
+			tc.ct, tc.body = ct, append(append([]byte{}, part...), b...)
+		case tc.name == "price above the cap":
+			tc.ct, tc.body = form(t, testkit.JPEG(t, 8, 8), "pricing_version", "2026-01", "max_credit_cost", "2")
+		}
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := w.upload(t, mtAlice, tc.ct, tc.body)
+			testkit.Expect(t, r, tc.status, string(tc.code))
+		})
+	}
+	if n := w.count(t, "media_assets") + w.count(t, "testkit_charges") + w.count(t, "testkit_jobs"); n != 0 {
+		t.Fatalf("refused uploads left %d rows", n)
+	}
+	assertNoFiles(t, w.dir)
+
+	// Exactly the largest file is accepted.
+	ct, body := form(t, exact, billing...)
+	if r := w.upload(t, mtAlice, ct, body); r.Status != http.StatusAccepted {
+		t.Fatalf("a file of exactly %d bytes: %d %s", media.MaxFile, r.Status, r.Body)
+	}
+}
+
+// assertNoFiles fails when the storage directory holds any object.
+func assertNoFiles(t *testing.T, dir string) {
+	t.Helper()
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			t.Errorf("refused uploads left %s", p)
+		}
+		return nil
+	})
+}
+
+// TestProcessingFailures is scenario 33: an upload whose pixels do not decode, one whose original is
+// lost, and one whose processing panics each end failed with their code, never stuck processing, and
+// the worker lives on.
+func TestProcessingFailures(t *testing.T) {
+	t.Parallel()
+	w := mtNewWorld(t, database.SQLite)
+	ids := map[string]string{}
+	for _, name := range []string{"truncated", "lost", "panics"} {
+		file := testkit.Truncated(t)
+		if name != "truncated" {
+			file = testkit.JPEG(t, 16, 16)
+		}
+		ct, body := form(t, file, billing...)
+		req := w.upload(t, mtAlice, ct, body)
+		if req.Status != http.StatusAccepted {
+			t.Fatalf("%s: %d %s", name, req.Status, req.Body)
+		}
+		ids[name] = req.JSON(t)["asset_id"].(string)
+	}
+	if err := os.Remove(filepath.Join(w.dir, "originals", ids["lost"])); err != nil {
+		t.Fatal(err)
+	}
+	var rows []testkit.JobRow
+	if err := w.db.Order("id").Find(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	panicking := media.NewProcessor(w.db, panicStorage{w.storage, ids["panics"]}, testkit.NewClock(testkit.T0), log)
+	for _, row := range rows {
+		job, err := testkit.Job[media.ProcessArgs](row, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = panicking.Work(context.Background(), job)
+		var cancel *river.JobCancelError
+		if !errors.As(err, &cancel) {
+			t.Fatalf("job %s: %v, want a cancelled job (no retry mends it)", job.Args.AssetID, err)
+		}
+	}
+	for name, code := range map[string]string{"truncated": media.FailureUndecodable, "lost": media.FailureStorage, "panics": media.FailureProcessing} {
+		var st media.Status
+		r := w.status(t, mtAlice, ids[name])
+		testkit.Valid(t, "media-upload-status", r.Body)
+		r.Decode(t, &st)
+		if st.Status != port.AssetFailed || st.FailureCode == nil || *st.FailureCode != code || st.Variants != nil {
+			t.Errorf("%s: %s, want failed %s", name, r.Body, code)
+		}
+	}
+	assertNoFiles(t, w.dir)
+}
+
+// TestProcessingRetriesStorageFailures: a storage that fails is retried by the runner until the last
+// attempt, which fails the upload storage_unavailable.
+func TestProcessingRetriesStorageFailures(t *testing.T) {
+	t.Parallel()
+	w := mtNewWorld(t, database.SQLite)
+	ct, body := form(t, testkit.JPEG(t, 16, 16), billing...)
+	id := w.upload(t, mtAlice, ct, body).JSON(t)["asset_id"].(string)
+	var row testkit.JobRow
+	if err := w.db.Take(&row).Error; err != nil {
+		t.Fatal(err)
+	}
+	if row.MaxAttempts != media.DefaultConfig().Attempts {
+		t.Fatalf("job max attempts %d", row.MaxAttempts)
+	}
+	p := media.NewProcessor(w.db, failingStorage{w.storage}, testkit.NewClock(testkit.T0), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	job, _ := testkit.Job[media.ProcessArgs](row, 1)
+	if err := p.Work(context.Background(), job); err == nil || errors.As(err, new(*river.JobCancelError)) {
+		t.Fatalf("first attempt: %v, want an error the runner retries", err)
+	}
+	if st := w.status(t, mtAlice, id).JSON(t)["status"]; st != port.AssetProcessing {
+		t.Fatalf("after a failed attempt: %v", st)
+	}
+	job, _ = testkit.Job[media.ProcessArgs](row, row.MaxAttempts)
+	if err := p.Work(context.Background(), job); !errors.As(err, new(*river.JobCancelError)) {
+		t.Fatalf("last attempt: %v, want cancelled", err)
+	}
+	if st := w.status(t, mtAlice, id).JSON(t); st["status"] != port.AssetFailed || st["failure_code"] != media.FailureStorage {
+		t.Fatalf("after the last attempt: %v", st)
+	}
+}
+
+// panicStorage panics when the original of one asset is read.
+type panicStorage struct {
+	media.Storage
+	id string
+}
+
+func (s panicStorage) Get(ctx context.Context, key string) (io.ReadCloser, int64, error) {
+	if strings.HasSuffix(key, s.id) {
+		panic("decoder exploded")
+	}
+	return s.Storage.Get(ctx, key)
+}
+
+// failingStorage keeps nothing.
+type failingStorage struct{ media.Storage }
+
+func (failingStorage) Put(context.Context, string, []byte, string) error {
+	return errors.New("storage is down")
+}

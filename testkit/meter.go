@@ -1,0 +1,89 @@
+package testkit
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/problem"
+)
+
+// ChargeRow is the row Meter writes on the write's own transaction for each charge it accepts: it
+// exists exactly when the write committed. Migrate its table with the module's (db.AutoMigrate).
+type ChargeRow struct {
+	ID             string `gorm:"primaryKey;size:36"`
+	AgentID        string `gorm:"size:36"`
+	OrgID          string `gorm:"size:36"`
+	Operation      string `gorm:"size:32"`
+	ResourceID     string `gorm:"size:64"`
+	IdempotencyKey string `gorm:"size:128"`
+	PricingVersion string `gorm:"size:64"`
+	MaxCreditCost  int64
+	Attachments    int
+}
+
+// TableName is the charges' table.
+func (ChargeRow) TableName() string { return "testkit_charges" }
+
+// MeterCall is one call of Meter, as it received it.
+type MeterCall struct {
+	Principal port.Principal
+	Charge    port.Charge
+	Refused   bool
+}
+
+// Meter is a recording test double of port.Meter, for the tests of a module that charges through it
+// without owning billing: it records every call, writes a ChargeRow on the caller's transaction (so a
+// rolled-back write leaves none, as with the real meter), prices every operation at Price, refuses a
+// price above the declared cap like the real one, and can be told to refuse every charge.
+type Meter struct {
+	mu     sync.Mutex
+	price  int64
+	calls  []MeterCall
+	refuse *problem.Problem
+}
+
+// NewMeter returns a meter charging price for every operation.
+func NewMeter(price int64) *Meter { return &Meter{price: price} }
+
+// Charge records c and writes its row on tx, or refuses.
+func (m *Meter) Charge(ctx context.Context, tx *gorm.DB, p port.Principal, c port.Charge) (port.Receipt, error) {
+	m.mu.Lock()
+	refuse, price := m.refuse, m.price
+	m.calls = append(m.calls, MeterCall{Principal: p, Charge: c, Refused: refuse != nil})
+	m.mu.Unlock()
+	if refuse != nil {
+		cp := *refuse
+		return port.Receipt{}, &cp
+	}
+	if price > c.Billing.MaxCreditCost {
+		return port.Receipt{}, problem.New(problem.PriceExceedsCap, "The effective price exceeds max_credit_cost.").With("effective_price", price)
+	}
+	row := ChargeRow{ID: uuid.Must(uuid.NewV7()).String(), AgentID: p.AgentID, OrgID: p.OrgID, Operation: c.Operation,
+		ResourceID: c.ResourceID, IdempotencyKey: c.IdempotencyKey, PricingVersion: c.Billing.PricingVersion,
+		MaxCreditCost: c.Billing.MaxCreditCost, Attachments: c.Attachments}
+	if err := tx.Create(&row).Error; err != nil {
+		return port.Receipt{}, fmt.Errorf("record test charge: %w", err)
+	}
+	return port.Receipt{UsageEventID: row.ID, Price: price, PricingVersion: c.Billing.PricingVersion, Balance: 1000}, nil
+}
+
+// Refuse makes every later charge fail with p (nil: accept again).
+func (m *Meter) Refuse(p *problem.Problem) {
+	m.mu.Lock()
+	m.refuse = p
+	m.mu.Unlock()
+}
+
+// Calls returns the calls so far.
+func (m *Meter) Calls() []MeterCall {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]MeterCall(nil), m.calls...)
+}
+
+var _ port.Meter = (*Meter)(nil)
