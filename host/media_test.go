@@ -1,11 +1,14 @@
 package host
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -31,6 +34,13 @@ func (s settings) String(name string) string {
 		return v
 	}
 	return s.Settings.String(name)
+}
+
+func (s settings) Duration(name string) time.Duration {
+	if v, ok := s.values[name].(time.Duration); ok {
+		return v
+	}
+	return s.Settings.Duration(name)
 }
 
 // mediaConfig is testConfig with the media module's directory in the test's own temporary directory
@@ -324,5 +334,53 @@ func TestMediaPageInChromium(t *testing.T) {
 	}
 	if loaded.Width != 640 || loaded.Alt != "A red and blue test card" {
 		t.Fatalf("the image in the page: %+v, want loaded at 640 px wide with its alt text", loaded)
+	}
+}
+
+// An upload whose body stops arriving is answered 408 once the route's receive timeout has passed
+// (WIRE.md section 9), and nothing is kept or charged.
+func TestMediaSlowBodyIs408(t *testing.T) {
+	cfg := mediaConfig(t, dbtest.Dialects[0])
+	cfg.Settings = settings{DefaultSettings(), map[string]any{"media-dir": t.TempDir(), "media-receive-timeout": time.Second}}
+	env := map[string]string{"SVC_DATABASE_URL": cfg.DatabaseURL}
+	id := provision(t, env, "slow")
+	publish(t, env, wirePricing)
+	credit(t, env, id.orgID, 100)
+	r := start(t, cfg, allModules(t))
+	addr := r.listeners.Addr(ListenerAgentEdge)
+	ct, body := multipartBody(t, testkit.JPEG(t, 64, 64), 10)
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+plugin.AgentPrefix+"/media/uploads", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", ct)
+	req.Header.Set("Idempotency-Key", "slow-1")
+	if err := id.signer.Sign(req); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var head bytes.Buffer
+	fmt.Fprintf(&head, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n", req.URL.RequestURI(), addr, len(body))
+	_ = req.Header.Write(&head)
+	head.WriteString("\r\n")
+	head.Write(body[:len(body)/2]) // and then nothing more
+	if _, err := conn.Write(head.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		t.Fatalf("no answer to a stalled body: %v", err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	checkProblem(t, response{res.StatusCode, res.Header, raw}, http.StatusRequestTimeout, "request_timeout")
+	db := openDB(t, cfg.DatabaseURL)
+	if n := countRows(t, db, "media_assets", "1 = 1"); n != 0 {
+		t.Fatalf("a stalled upload left %d rows", n)
 	}
 }

@@ -66,7 +66,7 @@ type mtWorld struct {
 	engine    *gin.Engine
 }
 
-func mtNewWorld(t *testing.T, dialect string) *mtWorld {
+func mtNewWorld(t testing.TB, dialect string) *mtWorld {
 	t.Helper()
 	db := dbtest.Open(t, dialect, media.Migrations())
 	if err := db.AutoMigrate(&testkit.ChargeRow{}, &testkit.JobRow{}); err != nil {
