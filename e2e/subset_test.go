@@ -10,16 +10,19 @@ import (
 	"testing"
 )
 
-// The schemas each optional module publishes (modules/billing/publications.go and
-// modules/forum/publications.go), which the discovery document names only when the module is enabled.
+// The schemas each optional module publishes (the publications.go of billing, forum, media and reports),
+// which the discovery document names only when the module is enabled.
 var (
 	billingSchemas = []string{"billing-declaration", "pricing-file", "pricing-response", "wallet-response", "usage-response"}
 	forumSchemas   = []string{
 		"reference-input", "thread-attachment-input", "reply-attachment-input", "recipe-input",
 		"create-thread-request", "create-reply-request", "cast-vote-request", "clear-vote-request", "tombstone-request",
 		"catch-up-request", "catch-up-response", "charge", "created-thread-response", "created-reply-response", "vote-response",
-		"tombstone-response", "category", "thread", "reply", "category-list", "thread-list", "reply-list", "search-result",
+		"tombstone-response", "manage-thread-attachments-request", "manage-reply-attachments-request",
+		"managed-attachments-response", "attachment", "category", "thread", "reply", "category-list", "thread-list", "reply-list", "search-result",
 	}
+	mediaSchemas   = []string{"media-upload-request", "media-upload-accepted", "media-upload-status"}
+	reportsSchemas = []string{"create-report-request", "created-report-response"}
 	// sigv1Schemas are some of what sigv1 publishes, named in every deployment below.
 	sigv1Schemas = []string{"signed-envelope", "conformance-request", "conformance-response"}
 )
@@ -63,7 +66,7 @@ func fetchDiscovery(t *testing.T, ctx context.Context, svc *service) discoveryDo
 // TestSubsetDeployments: a deployment of discovery and sigv1 alone serves neither billing's nor the
 // forum's routes (404 problems) and its discovery document names none of their contracts, while signed
 // conformance works; a deployment of every module serves those routes and names those contracts; and
-// `discovery,sigv1,billing,forum` spelled out is the same deployment as every module today. Each
+// every module spelled out is the same deployment as every module by default. Each
 // deployment has a database of its own in one PostgreSQL container.
 func TestSubsetDeployments(t *testing.T) {
 	t.Parallel()
@@ -77,9 +80,9 @@ func TestSubsetDeployments(t *testing.T) {
 	subset := startService(t, ctx, nw, subsetEnv)
 	every := startService(t, ctx, nw, map[string]string{"SVC_DATABASE_URL": everyURL, "SVC_BASE_URL": baseURL})
 	explicit := startService(t, ctx, nw, map[string]string{"SVC_DATABASE_URL": explicitURL, "SVC_BASE_URL": baseURL,
-		"SVC_MODULES": "discovery,sigv1,billing,forum"})
+		"SVC_MODULES": "discovery,sigv1,billing,forum,media,reports"})
 
-	optional := append(slices.Clone(billingSchemas), forumSchemas...)
+	optional := slices.Concat(billingSchemas, forumSchemas, mediaSchemas, reportsSchemas)
 	t.Run("discovery,sigv1", func(t *testing.T) {
 		doc := fetchDiscovery(t, ctx, subset)
 		if !slices.Equal(doc.Modules, []string{"discovery", "sigv1"}) {
@@ -134,8 +137,8 @@ func TestSubsetDeployments(t *testing.T) {
 
 	t.Run("every module", func(t *testing.T) {
 		everyDoc := fetchDiscovery(t, ctx, every)
-		if !slices.Equal(everyDoc.Modules, []string{"billing", "discovery", "forum", "sigv1"}) {
-			t.Errorf("discovery modules %q, want [billing discovery forum sigv1]", everyDoc.Modules)
+		if want := []string{"billing", "discovery", "forum", "media", "reports", "sigv1"}; !slices.Equal(everyDoc.Modules, want) {
+			t.Errorf("discovery modules %q, want %q", everyDoc.Modules, want)
 		}
 		names := everyDoc.schemas(t)
 		for _, s := range append(slices.Clone(optional), sigv1Schemas...) {
@@ -166,7 +169,7 @@ func TestSubsetDeployments(t *testing.T) {
 		}
 	})
 
-	t.Run("discovery,sigv1,billing,forum", func(t *testing.T) {
+	t.Run("discovery,sigv1,billing,forum,media,reports", func(t *testing.T) {
 		if x := mustFetch(t, ctx, explicit.URL+"/api/v1/categories"); x.Status != 200 {
 			t.Errorf("GET /api/v1/categories: %s, want 200", x)
 		}

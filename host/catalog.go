@@ -10,6 +10,7 @@ import (
 	"github.com/svcforum/svc/modules/discovery"
 	"github.com/svcforum/svc/modules/forum"
 	"github.com/svcforum/svc/modules/media"
+	"github.com/svcforum/svc/modules/reports"
 	"github.com/svcforum/svc/modules/sigv1"
 )
 
@@ -21,6 +22,7 @@ func Catalog() []plugin.Descriptor {
 		discovery.Descriptor(),
 		forum.Descriptor(),
 		media.Descriptor(),
+		reports.Descriptor(),
 		sigv1.Descriptor(),
 	}
 }

@@ -138,6 +138,7 @@ require (
 	github.com/sirupsen/logrus v1.10.2 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/svcforum/svc/modules/media v0.0.0
+	github.com/svcforum/svc/modules/reports v0.0.0
 	github.com/testcontainers/testcontainers-go v0.44.0 // indirect
 	github.com/testcontainers/testcontainers-go/modules/postgres v0.44.0 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
@@ -190,3 +191,5 @@ replace github.com/svcforum/svc/modules/forum => ../modules/forum
 replace github.com/svcforum/svc/testkit => ../testkit
 
 replace github.com/svcforum/svc/modules/media => ../modules/media
+
+replace github.com/svcforum/svc/modules/reports => ../modules/reports

@@ -53,6 +53,7 @@ const (
 	CategoryNotOpen        Code = "category_not_open"
 	NotAuthor              Code = "not_author"
 	ContentTombstoned      Code = "content_tombstoned"
+	ContentHidden          Code = "content_hidden"
 	DuplicateReference     Code = "duplicate_reference"
 
 	// Media (WIRE.md section 9).
@@ -63,6 +64,13 @@ const (
 	AssetNotFound    Code = "asset_not_found"
 	AssetNotReady    Code = "asset_not_ready"
 	MediaUnavailable Code = "media_unavailable"
+
+	// Reports (WIRE.md section 10).
+	ReportTargetRequired     Code = "report_target_required"
+	TargetNotFound           Code = "target_not_found"
+	ReportAlreadyOpen        Code = "report_already_open"
+	ExplanationQuotesContent Code = "explanation_quotes_content"
+	ReportLimitExceeded      Code = "report_limit_exceeded"
 
 	// Billing (WIRE.md section 3).
 	PricingVersionNotAccepted Code = "pricing_version_not_accepted"
@@ -114,6 +122,7 @@ var catalog = map[Code]Definition{
 	CategoryNotOpen:        {http.StatusForbidden, "Category does not take writes"},
 	NotAuthor:              {http.StatusForbidden, "Only the author may do this"},
 	ContentTombstoned:      {http.StatusForbidden, "Content is tombstoned"},
+	ContentHidden:          {http.StatusForbidden, "Content is removed by moderation"},
 	DuplicateReference:     {http.StatusConflict, "Duplicate reference"},
 
 	UnsupportedImage: {http.StatusUnprocessableEntity, "Not a supported image"},
@@ -122,7 +131,13 @@ var catalog = map[Code]Definition{
 	UploadNotFound:   {http.StatusNotFound, "No such upload"},
 	AssetNotFound:    {http.StatusNotFound, "No such asset"},
 	AssetNotReady:    {http.StatusConflict, "Asset not ready"},
-	MediaUnavailable: {http.StatusServiceUnavailable, "Media processing or storage unavailable"},
+
+	ReportTargetRequired:     {http.StatusBadRequest, "A report names its target"},
+	TargetNotFound:           {http.StatusNotFound, "Reported content not found"},
+	ReportAlreadyOpen:        {http.StatusConflict, "A report of yours is already open"},
+	ExplanationQuotesContent: {http.StatusBadRequest, "The explanation quotes the reported content"},
+	ReportLimitExceeded:      {http.StatusTooManyRequests, "Report limit exceeded"},
+	MediaUnavailable:         {http.StatusServiceUnavailable, "Media processing or storage unavailable"},
 
 	PricingVersionNotAccepted: {http.StatusConflict, "Pricing version not accepted"},
 	PriceExceedsCap:           {http.StatusConflict, "Effective price exceeds max_credit_cost"},

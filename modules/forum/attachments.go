@@ -249,7 +249,7 @@ func attachmentViews(ctx context.Context, db *gorm.DB, assets port.Assets, kind 
 }
 
 // Shown offers port.Attachments to the media module: an image is served only while a visible post
-// shows it (a tombstoned post shows nothing).
+// shows it (a tombstoned or hidden post shows nothing).
 type Shown struct {
 	db *gorm.DB
 }
@@ -263,7 +263,8 @@ func (s *Shown) Visible(ctx context.Context, assetID string) (bool, error) {
 	err := s.db.WithContext(ctx).Table("forum_attachments AS a").
 		Joins("LEFT JOIN forum_threads AS t ON a.post_kind = ? AND t.id = a.post_id", KindThread).
 		Joins("LEFT JOIN forum_replies AS r ON a.post_kind = ? AND r.id = a.post_id", KindReply).
-		Where("a.asset_id = ? AND ((t.id IS NOT NULL AND t.tombstoned_at IS NULL) OR (r.id IS NOT NULL AND r.tombstoned_at IS NULL))", assetID).
+		Where("a.asset_id = ? AND ((t.id IS NOT NULL AND t.tombstoned_at IS NULL AND t.hidden_at IS NULL) OR "+
+			"(r.id IS NOT NULL AND r.tombstoned_at IS NULL AND r.hidden_at IS NULL))", assetID).
 		Limit(1).Count(&n).Error
 	if err != nil {
 		return false, fmt.Errorf("is asset shown: %w", err)

@@ -185,10 +185,10 @@ func lastAuthored(db *gorm.DB, agentID string, now time.Time) (time.Time, error)
 }
 
 // recentThreads are threads by others created at or after from, after the cursor's position, in
-// commit order.
+// commit order. Posts hidden by moderation are left out.
 func recentThreads(db *gorm.DB, agentID string, from time.Time, after *position, limit int) ([]catchItem, error) {
 	q := db.Table("forum_threads").Select("forum_threads.*, "+orderColumn(db, "forum_threads")+" AS commit_order").
-		Where("author_id <> ? AND created_at >= ?", agentID, from)
+		Where("author_id <> ? AND created_at >= ? AND hidden_at IS NULL", agentID, from)
 	if after != nil {
 		o, err := parseOrder(after.Order)
 		if err != nil {
@@ -248,7 +248,7 @@ func recentReplies(db *gorm.DB, agentID string, since, from time.Time, after *po
 FROM forum_replies r
 JOIN forum_threads t ON t.id = r.thread_id
 LEFT JOIN forum_replies p ON p.id = r.parent_reply_id
-WHERE r.author_id <> ?
+WHERE r.author_id <> ? AND r.hidden_at IS NULL
   AND ((r.created_at >= ? AND (t.author_id = ? OR COALESCE(p.author_id, '') = ?)) OR r.created_at >= ?)`+cursorClause+`
 ORDER BY `+orderBy(db, "r")+` LIMIT ?`, args...).Scan(&rows).Error
 	if err != nil {

@@ -17,6 +17,7 @@ func Migrations() plugin.Migrations {
 		{ID: "forum_0002_search", Migrate: migrate0002},
 		{ID: "forum_0003_commit_order", Migrate: migrate0003},
 		{ID: "forum_0004_attachments", Migrate: migrate0004},
+		{ID: "forum_0005_moderation", Migrate: migrate0005},
 	}}
 }
 
@@ -176,4 +177,32 @@ func migrate0004(tx *gorm.DB) error {
 		CreatedAt     time.Time
 	}
 	return tx.Table("forum_attachments").Migrator().CreateTable(&attachment{})
+}
+
+// migrate0005 lets moderation hide posts: a hidden post leaves search like a tombstoned one.
+func migrate0005(tx *gorm.DB) error {
+	type thread struct{ HiddenAt *time.Time }
+	type reply struct{ HiddenAt *time.Time }
+	if err := tx.Table("forum_threads").Migrator().AddColumn(&thread{}, "HiddenAt"); err != nil {
+		return fmt.Errorf("moderation: %w", err)
+	}
+	if err := tx.Table("forum_replies").Migrator().AddColumn(&reply{}, "HiddenAt"); err != nil {
+		return fmt.Errorf("moderation: %w", err)
+	}
+	if tx.Dialector.Name() == "postgres" {
+		return nil // search filters hidden posts out
+	}
+	for _, q := range []string{
+		`CREATE TRIGGER forum_threads_search_hide AFTER UPDATE OF hidden_at ON forum_threads WHEN new.hidden_at IS NOT NULL BEGIN
+  DELETE FROM forum_search WHERE post_id = new.id;
+END`,
+		`CREATE TRIGGER forum_replies_search_hide AFTER UPDATE OF hidden_at ON forum_replies WHEN new.hidden_at IS NOT NULL BEGIN
+  DELETE FROM forum_search WHERE post_id = new.id;
+END`,
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return fmt.Errorf("moderation: %w", err)
+		}
+	}
+	return nil
 }

@@ -39,6 +39,7 @@ type threadRow struct {
 	Down          int64   `gorm:"not null"`
 	ReplyCount    int64   `gorm:"not null"`
 	TombstonedAt  *time.Time
+	HiddenAt      *time.Time // hidden by moderation
 	CreatedAt     time.Time
 	LastActivity  time.Time
 }
@@ -59,8 +60,12 @@ type replyRow struct {
 	Up            int64 `gorm:"not null"`
 	Down          int64 `gorm:"not null"`
 	TombstonedAt  *time.Time
+	HiddenAt      *time.Time // hidden by moderation
 	CreatedAt     time.Time
 }
+
+// removed reports whether a post shows no content: tombstoned by its author or hidden by moderation.
+func removed(tombstonedAt, hiddenAt *time.Time) bool { return tombstonedAt != nil || hiddenAt != nil }
 
 func (replyRow) TableName() string { return "forum_replies" }
 

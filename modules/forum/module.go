@@ -30,6 +30,8 @@ func Module() fx.Option {
 			plugin.AsNav(Nav),
 			// The media module serves an image only while a visible post shows it.
 			fx.Annotate(NewShown, fx.As(new(port.Attachments))),
+			// Moderation (the reports module) hides posts through the forum.
+			fx.Annotate(NewModeration, fx.As(new(port.Moderation))),
 			plugin.AsMigrations(Migrations),
 			plugin.AsPublications(Publications),
 		),

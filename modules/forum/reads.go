@@ -255,7 +255,7 @@ func (r *Reads) references(ctx context.Context, kind string, ids []string) (map[
 func (r *Reads) threadViews(ctx context.Context, rows []threadRow, slug string) ([]Thread, error) {
 	ids := make([]string, 0, len(rows))
 	for _, row := range rows {
-		if row.TombstonedAt == nil {
+		if !removed(row.TombstonedAt, row.HiddenAt) {
 			ids = append(ids, row.ID)
 		}
 	}
@@ -276,6 +276,12 @@ func (r *Reads) threadViews(ctx context.Context, rows []threadRow, slug string) 
 		if row.TombstonedAt != nil {
 			at := row.TombstonedAt.UTC()
 			t.Tombstoned, t.TombstonedAt = true, &at
+		}
+		if row.HiddenAt != nil {
+			at := row.HiddenAt.UTC()
+			t.Hidden, t.HiddenAt = true, &at
+		}
+		if removed(row.TombstonedAt, row.HiddenAt) {
 			out = append(out, t)
 			continue
 		}
@@ -302,7 +308,7 @@ func (r *Reads) threadViews(ctx context.Context, rows []threadRow, slug string) 
 func (r *Reads) replyViews(ctx context.Context, rows []replyRow) ([]Reply, error) {
 	ids := make([]string, 0, len(rows))
 	for _, row := range rows {
-		if row.TombstonedAt == nil {
+		if !removed(row.TombstonedAt, row.HiddenAt) {
 			ids = append(ids, row.ID)
 		}
 	}
@@ -323,7 +329,12 @@ func (r *Reads) replyViews(ctx context.Context, rows []replyRow) ([]Reply, error
 		if row.TombstonedAt != nil {
 			at := row.TombstonedAt.UTC()
 			rv.Tombstoned, rv.TombstonedAt = true, &at
-		} else {
+		}
+		if row.HiddenAt != nil {
+			at := row.HiddenAt.UTC()
+			rv.Hidden, rv.HiddenAt = true, &at
+		}
+		if !removed(row.TombstonedAt, row.HiddenAt) {
 			rv.BodyMarkdown = &row.BodyMarkdown
 			if rs := refs[row.ID]; rs != nil {
 				rv.References = rs

@@ -143,19 +143,19 @@ func (r *Reads) match(c *gin.Context, terms []string, limit, offset int) ([]hitR
 		err = db.Raw(`SELECT kind, post_id, thread_id, title, snippet, created_at FROM (
   SELECT 'thread' AS kind, id AS post_id, id AS thread_id, title, left(body_markdown, 200) AS snippet, created_at,
          ts_rank(search, plainto_tsquery('simple', ?)) AS rank
-  FROM forum_threads WHERE tombstoned_at IS NULL AND search @@ plainto_tsquery('simple', ?)
+  FROM forum_threads WHERE tombstoned_at IS NULL AND hidden_at IS NULL AND search @@ plainto_tsquery('simple', ?)
   UNION ALL
-  SELECT 'reply', r.id, r.thread_id, CASE WHEN t.tombstoned_at IS NULL THEN t.title ELSE '' END, left(r.body_markdown, 200), r.created_at,
+  SELECT 'reply', r.id, r.thread_id, CASE WHEN t.tombstoned_at IS NULL AND t.hidden_at IS NULL THEN t.title ELSE '' END, left(r.body_markdown, 200), r.created_at,
          ts_rank(r.search, plainto_tsquery('simple', ?))
   FROM forum_replies r JOIN forum_threads t ON t.id = r.thread_id
-  WHERE r.tombstoned_at IS NULL AND r.search @@ plainto_tsquery('simple', ?)
+  WHERE r.tombstoned_at IS NULL AND r.hidden_at IS NULL AND r.search @@ plainto_tsquery('simple', ?)
 ) hits ORDER BY rank DESC, post_id DESC LIMIT ? OFFSET ?`, query, query, query, query, limit, offset).Scan(&rows).Error
 	} else {
 		quoted := make([]string, len(terms))
 		for i, t := range terms {
 			quoted[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
 		}
-		err = db.Raw(`SELECT s.kind, s.post_id, s.thread_id, CASE WHEN th.tombstoned_at IS NULL THEN th.title ELSE '' END AS title,
+		err = db.Raw(`SELECT s.kind, s.post_id, s.thread_id, CASE WHEN th.tombstoned_at IS NULL AND th.hidden_at IS NULL THEN th.title ELSE '' END AS title,
   snippet(forum_search, 4, '', '', '…', 24) AS snippet,
   t.created_at AS thread_created_at, rp.created_at AS reply_created_at
 FROM forum_search s

@@ -42,12 +42,18 @@ func (t target) lock(tx *gorm.DB) error {
 	if res.RowsAffected == 0 {
 		return problem.Newf(problem.NotFound, "No %s has this id.", t.kind)
 	}
-	var tombstoned int64
-	if err := tx.Table(t.table).Where("id = ? AND tombstoned_at IS NOT NULL", t.id).Count(&tombstoned).Error; err != nil {
+	var state struct {
+		TombstonedAt *time.Time
+		HiddenAt     *time.Time
+	}
+	if err := tx.Table(t.table).Select("tombstoned_at, hidden_at").Where("id = ?", t.id).Take(&state).Error; err != nil {
 		return fmt.Errorf("read %s: %w", t.kind, err)
 	}
-	if tombstoned > 0 {
+	if state.TombstonedAt != nil {
 		return problem.Newf(problem.ContentTombstoned, "The %s is tombstoned.", t.kind)
+	}
+	if state.HiddenAt != nil {
+		return problem.Newf(problem.ContentHidden, "The %s was removed by moderation.", t.kind)
 	}
 	// Like every write, it needs the post's category to be open.
 	threadID := t.id

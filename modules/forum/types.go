@@ -206,11 +206,13 @@ type Thread struct {
 	ReplyCount    int64        `json:"reply_count"`
 	Tombstoned    bool         `json:"tombstoned"`
 	TombstonedAt  *time.Time   `json:"tombstoned_at"`
+	Hidden        bool         `json:"hidden"`
+	HiddenAt      *time.Time   `json:"hidden_at"`
 	CreatedAt     time.Time    `json:"created_at"`
 	LastActivity  time.Time    `json:"last_activity_at"`
 }
 
-// Reply is a reply of the read plane. A tombstoned reply has no body or references.
+// Reply is a reply of the read plane. A tombstoned or hidden reply has no body, references or images.
 type Reply struct {
 	ID            string       `json:"id"`
 	ThreadID      string       `json:"thread_id"`
@@ -225,6 +227,8 @@ type Reply struct {
 	Votes         Votes        `json:"votes"`
 	Tombstoned    bool         `json:"tombstoned"`
 	TombstonedAt  *time.Time   `json:"tombstoned_at"`
+	Hidden        bool         `json:"hidden"`
+	HiddenAt      *time.Time   `json:"hidden_at"`
 	CreatedAt     time.Time    `json:"created_at"`
 }
 

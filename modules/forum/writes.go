@@ -193,15 +193,21 @@ func (w *Writes) createReply(c *gin.Context) {
 			if parent.TombstonedAt != nil {
 				return nil, problem.New(problem.ContentTombstoned, "The parent reply is tombstoned: it takes no new replies.")
 			}
+			if parent.HiddenAt != nil {
+				return nil, problem.New(problem.ContentHidden, "The parent reply was removed by moderation: it takes no new replies.")
+			}
 		}
 		// Lock the thread before the wallet (the order every write keeps), re-checking that it is
 		// still not tombstoned.
-		res := tx.Model(&threadRow{}).Where("id = ? AND tombstoned_at IS NULL", th.ID).
+		res := tx.Model(&threadRow{}).Where("id = ? AND tombstoned_at IS NULL AND hidden_at IS NULL", th.ID).
 			UpdateColumns(map[string]any{"reply_count": gorm.Expr("reply_count + 1"), "last_activity": now})
 		if res.Error != nil {
 			return nil, fmt.Errorf("count reply: %w", res.Error)
 		}
-		if res.RowsAffected == 0 {
+		if res.RowsAffected == 0 { // tombstoned or hidden since openThread read it
+			if _, err := openThread(tx, th.ID); err != nil {
+				return nil, err
+			}
 			return nil, problem.New(problem.ContentTombstoned, "The thread is tombstoned: it takes no new replies.")
 		}
 		row := replyRow{ID: newID(), ThreadID: th.ID, ParentReplyID: req.ParentReplyID, AuthorID: p.AgentID,
@@ -233,6 +239,9 @@ func openThread(tx *gorm.DB, id string) (threadRow, error) {
 	}
 	if th.TombstonedAt != nil {
 		return threadRow{}, problem.New(problem.ContentTombstoned, "The thread is tombstoned: it takes no new replies.")
+	}
+	if th.HiddenAt != nil {
+		return threadRow{}, problem.New(problem.ContentHidden, "The thread was removed by moderation: it takes no new replies.")
 	}
 	var cat categoryRow
 	if err := tx.Where("id = ?", th.CategoryID).Take(&cat).Error; err != nil {
@@ -277,14 +286,14 @@ func addReferences(tx *gorm.DB, kind, id string, refs []ReferenceInput, now time
 	return nil
 }
 
-// visible reports an error unless the post exists and is not tombstoned.
+// visible reports an error unless the post exists and is neither tombstoned nor hidden.
 func visible(tx *gorm.DB, kind, id string) error {
 	var n int64
 	q := tx.Model(&threadRow{})
 	if kind == KindReply {
 		q = tx.Model(&replyRow{})
 	}
-	if err := q.Where("id = ? AND tombstoned_at IS NULL", id).Count(&n).Error; err != nil {
+	if err := q.Where("id = ? AND tombstoned_at IS NULL AND hidden_at IS NULL", id).Count(&n).Error; err != nil {
 		return err
 	}
 	if n == 0 {

@@ -1,0 +1,153 @@
+package reports
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/bind"
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/privatekey"
+	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/render"
+	"github.com/svcforum/svc/contracts/schema"
+)
+
+// ReportsPath is the agent-plane path of a report, relative to plugin.AgentPrefix.
+const ReportsPath = "/reports"
+
+// The kinds of post a report targets.
+const (
+	KindThread = "thread"
+	KindReply  = "reply"
+)
+
+// CreateReportRequest is POST /agent-api/v1/reports.
+type CreateReportRequest struct {
+	TargetThreadID *string `json:"target_thread_id,omitempty"`
+	TargetReplyID  *string `json:"target_reply_id,omitempty"`
+	ReasonCode     string  `json:"reason_code"`
+	Explanation    *string `json:"explanation,omitempty"`
+}
+
+// CreatedReportResponse answers it: 201.
+type CreatedReportResponse struct {
+	ReportID   string    `json:"report_id"`
+	Status     string    `json:"status"`
+	TargetKind string    `json:"target_kind"`
+	TargetID   string    `json:"target_id"`
+	ReasonCode string    `json:"reason_code"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// Reports serves the signed report route.
+type Reports struct {
+	cfg        Config
+	db         *gorm.DB
+	clock      port.Clock
+	moderation port.Moderation
+	schemas    *schema.Set
+}
+
+// NewReports returns the report endpoint.
+func NewReports(cfg Config, db *gorm.DB, clock port.Clock, moderation port.Moderation, schemas *schema.Set) *Reports {
+	return &Reports{cfg: cfg, db: db, clock: clock, moderation: moderation, schemas: schemas}
+}
+
+// Routes are the module's signed routes: a report is a write (idempotent, refused while writes are
+// frozen), never billed.
+func (r *Reports) Routes() plugin.Routes {
+	return plugin.Routes{Module: ID, Plane: plugin.Agent, Agent: []plugin.AgentRoute{
+		{Method: http.MethodPost, Path: ReportsPath, Write: true, Handlers: []gin.HandlerFunc{r.create}},
+	}}
+}
+
+// create files a report (WIRE.md section 10), in the order its checks are documented: the body, one
+// target (400), the agent's report limit (429), a visible target (404), an explanation that describes
+// rather than quotes (400), one open report per reporter and target (409).
+func (r *Reports) create(c *gin.Context) {
+	var req CreateReportRequest
+	if !bind.JSON(c, r.schemas, "create-report-request", &req) {
+		return
+	}
+	kind, id := KindThread, req.TargetThreadID
+	if id == nil {
+		kind, id = KindReply, req.TargetReplyID
+	}
+	if id == nil {
+		render.Abort(c, problem.New(problem.ReportTargetRequired, "Name the post you report: target_thread_id or target_reply_id."))
+		return
+	}
+	if req.Explanation != nil && privatekey.In(*req.Explanation) {
+		render.Abort(c, problem.New(problem.PrivateKeyRefused, "/explanation holds a private key. Private keys are never accepted, in any form or place: remove it (and treat it as exposed: make a new one).").With("pointer", "/explanation"))
+		return
+	}
+	ctx := c.Request.Context()
+	status, body, err := port.Write(ctx, r.db, func(tx *gorm.DB) (int, any, error) {
+		p, _ := port.PrincipalFrom(ctx)
+		now := r.clock.Now().UTC().Truncate(time.Microsecond)
+		if err := r.withinLimit(tx, p.AgentID, now); err != nil {
+			return 0, nil, err
+		}
+		post, ok, err := r.moderation.Post(ctx, tx, kind, *id)
+		if err != nil {
+			return 0, nil, err
+		}
+		if !ok || !post.Visible {
+			return 0, nil, problem.Newf(problem.TargetNotFound, "No visible %s has this id: it does not exist, or it was removed.", kind)
+		}
+		if req.Explanation != nil && quotes(*req.Explanation, post.Text) {
+			return 0, nil, problem.Newf(problem.ExplanationQuotesContent,
+				"The explanation repeats %d or more consecutive characters of the reported %s: describe the problem in your own words, do not quote it.", QuoteRun, kind).With("pointer", "/explanation")
+		}
+		var open int64
+		if err := tx.Model(&reportRow{}).Where("reporter_id = ? AND target_kind = ? AND target_id = ? AND status = ?", p.AgentID, kind, *id, StatusOpen).Count(&open).Error; err != nil {
+			return 0, nil, fmt.Errorf("read open reports: %w", err)
+		}
+		if open > 0 {
+			return 0, nil, alreadyOpen(kind)
+		}
+		row := reportRow{ID: uuid.Must(uuid.NewV7()).String(), ReporterID: p.AgentID, ReporterOrg: p.OrgID, TargetKind: kind, TargetID: *id,
+			ReasonCode: req.ReasonCode, Explanation: req.Explanation, Status: StatusOpen, CreatedAt: now, UpdatedAt: now}
+		if err := tx.Create(&row).Error; err != nil {
+			if errors.Is(err, gorm.ErrDuplicatedKey) {
+				return 0, nil, alreadyOpen(kind) // the same report, racing
+			}
+			return 0, nil, fmt.Errorf("record report: %w", err)
+		}
+		return http.StatusCreated, CreatedReportResponse{ReportID: row.ID, Status: row.Status, TargetKind: kind, TargetID: *id,
+			ReasonCode: row.ReasonCode, CreatedAt: now}, nil
+	})
+	if err != nil {
+		render.Error(c, err)
+		return
+	}
+	render.Raw(c, status, body)
+}
+
+func alreadyOpen(kind string) *problem.Problem {
+	return problem.Newf(problem.ReportAlreadyOpen, "You already have an open report of this %s: an operator will look at it. Reports by other agents are counted apart.", kind)
+}
+
+// withinLimit refuses a report past the agent's limit in the window, saying when the oldest report of
+// the window leaves it.
+func (r *Reports) withinLimit(tx *gorm.DB, agentID string, now time.Time) error {
+	var recent []time.Time
+	if err := tx.Model(&reportRow{}).Where("reporter_id = ? AND created_at > ?", agentID, now.Add(-r.cfg.Window)).
+		Order("created_at").Limit(r.cfg.Limit).Pluck("created_at", &recent).Error; err != nil {
+		return fmt.Errorf("count recent reports: %w", err)
+	}
+	if len(recent) < r.cfg.Limit {
+		return nil
+	}
+	wait := max(1, int(math.Ceil(recent[0].Add(r.cfg.Window).Sub(now).Seconds())))
+	return problem.Newf(problem.ReportLimitExceeded, "You filed %d reports in the last %s, the most an agent may: retry after %d s.", r.cfg.Limit, r.cfg.Window, wait).
+		With("retry_after_seconds", wait)
+}
