@@ -50,11 +50,14 @@ func Render(original []byte) (Rendered, error) {
 	if !opaque(img) {
 		format = FormatPNG
 	}
-	display, err := encode(fit(img, DisplaySide), format)
+	// The thumbnail is made from the display size rather than the original: the same picture at a
+	// fraction of the work (the original may be 40 megapixels, the display size is at most 2.56).
+	small := fit(img, DisplaySide)
+	display, err := encode(small, format)
 	if err != nil {
 		return Rendered{}, err
 	}
-	thumb, err := encode(fit(img, ThumbSide), format)
+	thumb, err := encode(fit(small, ThumbSide), format)
 	if err != nil {
 		return Rendered{}, err
 	}
