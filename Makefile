@@ -11,7 +11,8 @@ BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 SVC_IMAGE ?= svc:dev
 SVC_POSTGRES_IMAGE ?= svc-postgres:15
 SVC_S3_IMAGE ?= svc-s3:dev
-export SVC_IMAGE SVC_POSTGRES_IMAGE SVC_S3_IMAGE
+SVC_MAIL_IMAGE ?= svc-mail:dev
+export SVC_IMAGE SVC_POSTGRES_IMAGE SVC_S3_IMAGE SVC_MAIL_IMAGE
 # No registry is reachable: the reaper image cannot be pulled, and the tests remove what they start.
 export TESTCONTAINERS_RYUK_DISABLED ?= true
 # Every container and network the tests start is labelled svc.test.run=$(SVC_TEST_RUN): one ID per make
@@ -46,10 +47,11 @@ unit: tools ## each module's tests alone (GOWORK=off) with the race detector; Po
 e2e: images tools ## the built image beside PostgreSQL, in containers (testcontainers-go)
 	cd e2e && GOWORK=off go test -count=1 -timeout 15m ./...
 
-images: ## build the PostgreSQL, S3 and service images offline (only what changed)
+images: ## build the PostgreSQL, S3, mail and service images offline (only what changed)
 	build/postgres/build.sh
 	build/svc/build.sh
 	build/s3/build.sh
+	build/mail/build.sh
 
 tools: ## install the command-line tools the tests use (openssl, curl, chromium, docker-compose) when missing
 	@build/tools.sh

@@ -10,6 +10,7 @@ require (
 	github.com/svcforum/svc/modules/sigv1 v0.0.0
 	github.com/testcontainers/testcontainers-go v0.44.0
 	github.com/testcontainers/testcontainers-go/modules/postgres v0.44.0
+	github.com/wneessen/go-mail v0.8.1
 )
 
 require (
