@@ -63,10 +63,12 @@ func newJobs(p jobsParams) (*Jobs, error) {
 	workers := river.NewWorkers()
 	sets := slices.Clone(p.Workers)
 	slices.SortFunc(sets, func(a, b plugin.Workers) int { return cmp.Compare(a.Module, b.Module) })
+	var periodic []*river.PeriodicJob
 	for _, w := range sets {
 		if err := w.Register(workers); err != nil {
 			return nil, fmt.Errorf("module %s: register job workers: %w", w.Module, err)
 		}
+		periodic = append(periodic, w.Periodic...)
 	}
 	s := p.Config.Jobs
 	cfg := &river.Config{
@@ -78,6 +80,7 @@ func newJobs(p jobsParams) (*Jobs, error) {
 	}
 	if len(sets) > 0 {
 		cfg.Workers = workers
+		cfg.PeriodicJobs = periodic
 		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: s.Workers}}
 	}
 	client, err := river.NewClient(jobsDriver(p.DB, sqlDB), cfg)

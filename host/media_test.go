@@ -341,7 +341,10 @@ func TestMediaPageInChromium(t *testing.T) {
 // (WIRE.md section 9), and nothing is kept or charged.
 func TestMediaSlowBodyIs408(t *testing.T) {
 	cfg := mediaConfig(t, dbtest.Dialects[0])
-	cfg.Settings = settings{DefaultSettings(), map[string]any{"media-dir": t.TempDir(), "media-receive-timeout": time.Second}}
+	// The receive timeout outlasts the listener's write timeout, which runs from the request's headers:
+	// the 408 must still be written.
+	cfg.Settings = settings{DefaultSettings(), map[string]any{"media-dir": t.TempDir(), "media-receive-timeout": 2 * time.Second}}
+	cfg.HTTP.Write = time.Second
 	env := map[string]string{"SVC_DATABASE_URL": cfg.DatabaseURL}
 	id := provision(t, env, "slow")
 	publish(t, env, wirePricing)

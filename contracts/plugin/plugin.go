@@ -167,6 +167,9 @@ type Guard struct {
 type Workers struct {
 	Module   string
 	Register func(w *river.Workers) error
+	// Periodic are jobs the runner inserts on a schedule (one replica, River's leader, does), for work
+	// no write triggers, such as sweeping what a lost job left behind.
+	Periodic []*river.PeriodicJob
 }
 
 // Nav is a page for people that a module links from the site's header (contracts/site).

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"strings"
+	"unicode"
 
 	"github.com/urfave/cli/v3"
 )
@@ -34,6 +37,12 @@ func Print(cmd *cli.Command, w io.Writer, result any) error {
 		var s string
 		if json.Unmarshal(members[k], &s) == nil {
 			v = s
+			// Agent-written text reaches operators' consoles here: a string holding anything that is
+			// not plainly printable (an escape sequence, a line break, a bidirectional override) is
+			// shown quoted, so it can neither redraw the screen nor fake another line.
+			if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) >= 0 {
+				v = strconv.Quote(s)
+			}
 		}
 		if _, err := fmt.Fprintf(w, "%s: %s\n", k, v); err != nil {
 			return err

@@ -249,7 +249,7 @@ func attachmentViews(ctx context.Context, db *gorm.DB, assets port.Assets, kind 
 }
 
 // Shown offers port.Attachments to the media module: an image is served only while a visible post
-// shows it (a tombstoned or hidden post shows nothing).
+// shows it (a tombstoned or hidden post shows nothing), and never once moderation hid a post showing it.
 type Shown struct {
 	db *gorm.DB
 }
@@ -265,6 +265,12 @@ func (s *Shown) Visible(ctx context.Context, assetID string) (bool, error) {
 		Joins("LEFT JOIN forum_replies AS r ON a.post_kind = ? AND r.id = a.post_id", KindReply).
 		Where("a.asset_id = ? AND ((t.id IS NOT NULL AND t.tombstoned_at IS NULL AND t.hidden_at IS NULL) OR "+
 			"(r.id IS NOT NULL AND r.tombstoned_at IS NULL AND r.hidden_at IS NULL))", assetID).
+		// An image that moderation took down with a post stays down, even where its author attached it
+		// to another post.
+		Where(`NOT EXISTS (SELECT 1 FROM forum_attachments h
+  LEFT JOIN forum_threads ht ON h.post_kind = ? AND ht.id = h.post_id
+  LEFT JOIN forum_replies hr ON h.post_kind = ? AND hr.id = h.post_id
+  WHERE h.asset_id = a.asset_id AND (ht.hidden_at IS NOT NULL OR hr.hidden_at IS NOT NULL))`, KindThread, KindReply).
 		Limit(1).Count(&n).Error
 	if err != nil {
 		return false, fmt.Errorf("is asset shown: %w", err)

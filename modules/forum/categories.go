@@ -13,6 +13,7 @@ import (
 
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/textpolicy"
 )
 
 // Categories keeps the categories; the operator drives it through `svc admin category`.
@@ -92,13 +93,13 @@ func checkCategoryText(name, description string) error {
 	if n := len([]rune(name)); n < 1 || n > 100 {
 		return problem.New(problem.ValidationFailed, "the name must be 1 to 100 characters")
 	}
-	if reason, ok := CheckText(name, false); !ok {
+	if reason, ok := textpolicy.Check(name, false); !ok {
 		return problem.New(problem.ValidationFailed, "the name "+reason)
 	}
 	if len([]rune(description)) > 1000 {
 		return problem.New(problem.ValidationFailed, "the description must be at most 1000 characters")
 	}
-	if reason, ok := CheckText(description, true); !ok {
+	if reason, ok := textpolicy.Check(description, true); !ok {
 		return problem.New(problem.ValidationFailed, "the description "+reason)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 
 	"github.com/svcforum/svc/contracts/privatekey"
 	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/textpolicy"
 )
 
 // checkPost applies the content policy (400 content_policy_violation) to a post's text.
@@ -29,7 +30,7 @@ func policy(pointer, s string, multiline bool) *problem.Problem {
 	if privatekey.In(s) {
 		return problem.Newf(problem.PrivateKeyRefused, "%s holds a private key. Private keys are never accepted, in any form or place: remove it (and treat it as exposed: make a new one).", pointer).With("pointer", pointer)
 	}
-	if reason, ok := CheckText(s, multiline); !ok {
+	if reason, ok := textpolicy.Check(s, multiline); !ok {
 		return problem.Newf(problem.ContentPolicyViolation, "%s %s.", pointer, reason).With("pointer", pointer)
 	}
 	return nil

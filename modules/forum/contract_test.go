@@ -22,6 +22,7 @@ import (
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/schema"
+	"github.com/svcforum/svc/contracts/textpolicy"
 	"github.com/svcforum/svc/modules/forum"
 )
 
@@ -588,10 +589,10 @@ func TestContractForumSkillChapters(t *testing.T) {
 	if err := json.Unmarshal(ctSkillBlock(t, skill, `{"category_id": `), &thread); err != nil {
 		t.Fatal(err)
 	}
-	if reason, ok := forum.CheckText(thread.Title, false); !ok {
+	if reason, ok := textpolicy.Check(thread.Title, false); !ok {
 		t.Errorf("SKILL.md's thread title %s", reason)
 	}
-	if reason, ok := forum.CheckText(thread.BodyMarkdown, true); !ok {
+	if reason, ok := textpolicy.Check(thread.BodyMarkdown, true); !ok {
 		t.Errorf("SKILL.md's thread body %s", reason)
 	}
 	var recipe forum.Recipe

@@ -282,6 +282,7 @@ func (r *Reads) threadViews(ctx context.Context, rows []threadRow, slug string) 
 			t.Hidden, t.HiddenAt = true, &at
 		}
 		if removed(row.TombstonedAt, row.HiddenAt) {
+			t.DeclaredModel = nil // agent-written, like the rest of what is removed
 			out = append(out, t)
 			continue
 		}
@@ -334,7 +335,9 @@ func (r *Reads) replyViews(ctx context.Context, rows []replyRow) ([]Reply, error
 			at := row.HiddenAt.UTC()
 			rv.Hidden, rv.HiddenAt = true, &at
 		}
-		if !removed(row.TombstonedAt, row.HiddenAt) {
+		if removed(row.TombstonedAt, row.HiddenAt) {
+			rv.DeclaredModel = nil // agent-written, like the rest of what is removed
+		} else {
 			rv.BodyMarkdown = &row.BodyMarkdown
 			if rs := refs[row.ID]; rs != nil {
 				rv.References = rs

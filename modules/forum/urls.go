@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/svcforum/svc/contracts/textpolicy"
 	"golang.org/x/net/idna"
 	"golang.org/x/net/publicsuffix"
 )
@@ -59,7 +60,7 @@ func SafePublicHTTPSURL(raw string) (string, error) {
 	// The query is stored unescaped, so bidi controls (see isBidiControl) are
 	// refused here as in texts: they could disguise where the link goes.
 	for _, r := range raw {
-		if unicode.IsControl(r) || unicode.IsSpace(r) || r == '\\' || isBidiControl(r) {
+		if unicode.IsControl(r) || unicode.IsSpace(r) || r == '\\' || textpolicy.IsBidiControl(r) {
 			return refuse("contains a control, space, backslash or bidirectional character")
 		}
 	}

@@ -21,7 +21,7 @@ func Descriptor() plugin.Descriptor {
 func Module() fx.Option {
 	return fx.Module(ID,
 		fx.Provide(fx.Private, func() *schema.Set { return schema.Published() }, NewConfig, NewStorage,
-			NewUploads, NewProcessor, NewImages),
+			NewUploads, NewProcessor, NewSweeper, NewImages),
 		fx.Provide(
 			NewAssets,
 			func(a *Assets) port.Assets { return a },

@@ -33,9 +33,18 @@ func NewProcessor(db *gorm.DB, storage Storage, clock port.Clock, log *slog.Logg
 	return &Processor{db: db, storage: storage, clock: clock, log: log}
 }
 
-// Workers registers the processor with the host's job runner.
-func (p *Processor) Workers() plugin.Workers {
-	return plugin.Workers{Module: ID, Register: func(w *river.Workers) error { return river.AddWorkerSafely(w, p) }}
+// Workers registers the processor and the sweeper with the host's job runner, and schedules the sweep.
+func (p *Processor) Workers(s *Sweeper) plugin.Workers {
+	return plugin.Workers{Module: ID,
+		Register: func(w *river.Workers) error {
+			if err := river.AddWorkerSafely(w, p); err != nil {
+				return err
+			}
+			return river.AddWorkerSafely(w, s)
+		},
+		Periodic: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(SweepEvery),
+			func() (river.JobArgs, *river.InsertOpts) { return SweepArgs{}, nil }, &river.PeriodicJobOpts{RunOnStart: true})},
+	}
 }
 
 // Work processes one upload.
@@ -52,7 +61,7 @@ func (p *Processor) Work(ctx context.Context, job *river.Job[ProcessArgs]) (err 
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			return river.JobCancel(fmt.Errorf("upload %s does not exist", id))
 		}
-		return fmt.Errorf("read upload: %w", err)
+		return p.retryOrFail(ctx, job, FailureProcessing, fmt.Errorf("read upload: %w", err))
 	}
 	if row.Status != port.AssetProcessing {
 		return nil // a retry of a job that finished before its completion was recorded
@@ -91,7 +100,7 @@ func (p *Processor) Work(ctx context.Context, job *river.Job[ProcessArgs]) (err 
 		"updated_at": p.clock.Now().UTC(),
 	})
 	if res.Error != nil {
-		return fmt.Errorf("record the processed upload: %w", res.Error)
+		return p.retryOrFail(ctx, job, FailureProcessing, fmt.Errorf("record the processed upload: %w", res.Error))
 	}
 	p.dropOriginal(ctx, id)
 	return nil

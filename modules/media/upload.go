@@ -106,6 +106,10 @@ func (u *Uploads) upload(c *gin.Context) {
 	id := uuid.Must(uuid.NewV7()).String()
 	if err := u.storage.Put(ctx, originalKey(id), form.File, "application/octet-stream"); err != nil {
 		_ = c.Error(err)
+		// A Put that failed late (an S3 timeout after the server kept the object) may have left it.
+		if derr := u.storage.Delete(context.WithoutCancel(ctx), originalKey(id)); derr != nil {
+			u.log.WarnContext(ctx, "the original of a failed upload was not deleted", "asset_id", id, "error", derr)
+		}
 		render.Problem(c, problem.New(problem.MediaUnavailable, "The upload could not be stored right now; nothing was charged. Retry shortly.").With("retry_after_seconds", 1))
 		return
 	}

@@ -7,10 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/riverqueue/river"
 
@@ -318,4 +320,37 @@ type failingStorage struct{ media.Storage }
 
 func (failingStorage) Put(context.Context, string, []byte, string) error {
 	return errors.New("storage is down")
+}
+
+// TestSweepFailsStuckUploads: an upload still processing long after any attempt of its job could have
+// ended (its last attempt lost with its process, which River discards without calling the worker) is
+// failed processing_error by the sweeper; a recent one is left to its job.
+func TestSweepFailsStuckUploads(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		t.Parallel()
+		w := mtNewWorld(t, dialect)
+		ct, body := form(t, testkit.JPEG(t, 16, 16), billing...)
+		stuck := w.upload(t, mtAlice, ct, body).JSON(t)["asset_id"].(string)
+		clock := testkit.NewClock(testkit.T0.Add(media.DefaultConfig().StuckAfter + time.Minute))
+		sweeper := media.NewSweeper(media.DefaultConfig(), w.db, clock, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if n, err := sweeper.Sweep(context.Background()); err != nil || n != 1 {
+			t.Fatalf("swept %d (%v), want the one stuck upload", n, err)
+		}
+		if st := w.status(t, mtAlice, stuck).JSON(t); st["status"] != port.AssetFailed || st["failure_code"] != media.FailureProcessing {
+			t.Fatalf("the stuck upload: %v", st)
+		}
+		// A fresh upload is not stuck.
+		fresh := media.NewSweeper(media.DefaultConfig(), w.db, testkit.NewClock(testkit.T0.Add(time.Minute)), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		ct, body = form(t, testkit.JPEG(t, 16, 16), billing...)
+		req := httptest.NewRequest(http.MethodPost, "/agent-api/v1/media/uploads", bytes.NewReader(body))
+		req.Header.Set("Content-Type", ct)
+		req.Header.Set("Idempotency-Key", "fresh")
+		id := testkit.Serve(w.engine, testkit.As(req, mtAlice)).JSON(t)["asset_id"].(string)
+		if n, err := fresh.Sweep(context.Background()); err != nil || n != 0 {
+			t.Fatalf("swept %d (%v) fresh uploads", n, err)
+		}
+		if st := w.status(t, mtAlice, id).JSON(t)["status"]; st != port.AssetProcessing {
+			t.Fatalf("the fresh upload: %v", st)
+		}
+	})
 }

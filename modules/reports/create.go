@@ -18,6 +18,7 @@ import (
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/render"
 	"github.com/svcforum/svc/contracts/schema"
+	"github.com/svcforum/svc/contracts/textpolicy"
 )
 
 // ReportsPath is the agent-plane path of a report, relative to plugin.AgentPrefix.
@@ -85,6 +86,14 @@ func (r *Reports) create(c *gin.Context) {
 		render.Abort(c, problem.New(problem.ReportTargetRequired, "Name the post you report: target_thread_id or target_reply_id."))
 		return
 	}
+	if req.Explanation != nil {
+		// What an operator reads on a console is agent-written: no control or bidirectional
+		// override characters that could redraw the screen or disguise the report.
+		if reason, ok := textpolicy.Check(*req.Explanation, true); !ok {
+			render.Abort(c, problem.Newf(problem.ContentPolicyViolation, "/explanation %s.", reason).With("pointer", "/explanation"))
+			return
+		}
+	}
 	if req.Explanation != nil && privatekey.In(*req.Explanation) {
 		render.Abort(c, problem.New(problem.PrivateKeyRefused, "/explanation holds a private key. Private keys are never accepted, in any form or place: remove it (and treat it as exposed: make a new one).").With("pointer", "/explanation"))
 		return
@@ -139,6 +148,13 @@ func alreadyOpen(kind string) *problem.Problem {
 // withinLimit refuses a report past the agent's limit in the window, saying when the oldest report of
 // the window leaves it.
 func (r *Reports) withinLimit(tx *gorm.DB, agentID string, now time.Time) error {
+	// Replicas count an agent's reports one at a time (PostgreSQL; SQLite has one writer), or
+	// concurrent reports would all see room under the limit.
+	if tx.Dialector.Name() == "postgres" {
+		if err := tx.Exec(`SELECT pg_advisory_xact_lock(hashtextextended(?, 0))`, "reports:"+agentID).Error; err != nil {
+			return fmt.Errorf("serialise the agent's reports: %w", err)
+		}
+	}
 	var recent []time.Time
 	if err := tx.Model(&reportRow{}).Where("reporter_id = ? AND created_at > ?", agentID, now.Add(-r.cfg.Window)).
 		Order("created_at").Limit(r.cfg.Limit).Pluck("created_at", &recent).Error; err != nil {

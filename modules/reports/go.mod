@@ -17,6 +17,7 @@ require (
 	github.com/svcforum/svc/testkit v0.0.0
 	github.com/urfave/cli/v3 v3.14.0
 	go.uber.org/fx v1.24.0
+	golang.org/x/text v0.43.0
 	gorm.io/gorm v1.31.2
 )
 
@@ -119,7 +120,6 @@ require (
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gorm.io/driver/postgres v1.6.3 // indirect
 	gorm.io/driver/sqlite v1.6.0 // indirect

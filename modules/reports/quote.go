@@ -3,6 +3,8 @@ package reports
 import (
 	"strings"
 	"unicode"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // QuoteRun is the longest run of the reported post's characters an explanation may repeat (WIRE.md
@@ -10,8 +12,9 @@ import (
 const QuoteRun = 40
 
 // quotes reports whether explanation repeats QuoteRun or more consecutive characters of text. Both are
-// compared folded (case, and every run of white space as one space), so that re-spacing or re-casing a
-// quote does not hide it.
+// compared folded (NFKC, so fullwidth and other compatibility forms read as their plain letters; format
+// characters such as zero-width spaces dropped; case; every run of white space as one space), so that
+// disguising a quote does not hide it.
 func quotes(explanation, text string) bool {
 	e, t := []rune(fold(explanation)), fold(text)
 	for i := 0; i+QuoteRun <= len(e); i++ {
@@ -25,7 +28,10 @@ func quotes(explanation, text string) bool {
 func fold(s string) string {
 	var b strings.Builder
 	space := false
-	for _, r := range strings.ToLower(s) {
+	for _, r := range strings.ToLower(norm.NFKC.String(s)) {
+		if unicode.Is(unicode.Cf, r) {
+			continue
+		}
 		if unicode.IsSpace(r) {
 			space = true
 			continue

@@ -37,9 +37,11 @@ func TestMain(m *testing.M) {
 type rtPosts struct {
 	mu    sync.Mutex
 	posts map[string]port.Post
+	delay time.Duration // how long reading a post takes: widens the window between counting and inserting
 }
 
 func (p *rtPosts) Post(_ context.Context, _ *gorm.DB, kind, id string) (port.Post, bool, error) {
+	time.Sleep(p.delay)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	post, ok := p.posts[id]
@@ -127,6 +129,19 @@ func TestReports(t *testing.T) {
 		// Describing is fine; quoting 40 characters, even re-cased and re-spaced, is not.
 		quote := strings.ToUpper(strings.ReplaceAll(soup[10:55], " ", "   "))
 		testkit.Expect(t, w.report(t, alice, body("thread", thread, `,"explanation":"It says: `+quote+`"`)), http.StatusBadRequest, string(problem.ExplanationQuotesContent))
+		// Zero-width characters or fullwidth letters slipped into a quote do not hide it.
+		zw := strings.Join(strings.SplitAfter(soup[10:60], "e"), "\u200b")
+		testkit.Expect(t, w.report(t, alice, body("thread", thread, `,"explanation":"`+zw+`"`)), http.StatusBadRequest, string(problem.ExplanationQuotesContent))
+		full := strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' {
+				return r - 'a' + 'ａ'
+			}
+			return r
+		}, soup[10:60])
+		testkit.Expect(t, w.report(t, alice, body("thread", thread, `,"explanation":"`+full+`"`)), http.StatusBadRequest, string(problem.ExplanationQuotesContent))
+		// Text that could redraw an operator's console is refused.
+		testkit.Expect(t, w.report(t, alice, body("thread", thread, `,"explanation":"fine\u001b[2Jstatus: dismissed"`)), http.StatusBadRequest, string(problem.ContentPolicyViolation))
+		testkit.Expect(t, w.report(t, alice, body("thread", thread, `,"explanation":"looks \u202efine"`)), http.StatusBadRequest, string(problem.ContentPolicyViolation))
 		testkit.Expect(t, w.report(t, alice, body("thread", thread, `,"explanation":"`+soup[:39]+`"`)), http.StatusCreated, "")
 		testkit.Expect(t, w.report(t, bob, body("thread", thread, `,"explanation":"-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIJ+DYvh6SEqVTm50DFtMDoQikTmiCqirVv9mWG9qfSnF\n-----END PRIVATE KEY-----"`)),
 			http.StatusUnprocessableEntity, string(problem.PrivateKeyRefused))
@@ -178,8 +193,14 @@ func isProblem(err error, code problem.Code) bool {
 // TestReportLimit: an agent's reports past the limit in the window are 429 with Retry-After, until
 // the window moves on; another agent is not affected.
 func TestReportLimit(t *testing.T) {
-	t.Parallel()
-	w := rtNewWorld(t, dbtest.Dialects[0], reports.Config{Limit: 2, Window: time.Hour})
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		t.Parallel()
+		testReportLimit(t, dialect)
+	})
+}
+
+func testReportLimit(t *testing.T, dialect string) {
+	w := rtNewWorld(t, dialect, reports.Config{Limit: 2, Window: time.Hour})
 	alice := agent("alice")
 	for i := range 3 {
 		id := w.posts.add(reports.KindThread, "post", true)
@@ -221,6 +242,34 @@ func TestConcurrentDuplicateReports(t *testing.T) {
 		}
 		if count[http.StatusCreated] != 1 || count[http.StatusConflict] != 7 {
 			t.Fatalf("statuses %v, want one 201 and seven 409", count)
+		}
+	})
+}
+
+// TestConcurrentReportsKeepTheLimit: sixteen reports of different posts sent at once by one agent,
+// with a limit of two, are two reports and fourteen 429s on both databases (on PostgreSQL, the count is
+// serialised per agent across connections, as it would be across replicas).
+func TestConcurrentReportsKeepTheLimit(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		t.Parallel()
+		w := rtNewWorld(t, dialect, reports.Config{Limit: 2, Window: time.Hour})
+		w.posts.delay = 50 * time.Millisecond
+		var wg sync.WaitGroup
+		statuses := make(chan int, 16)
+		for range 16 {
+			id := w.posts.add(reports.KindThread, "post", true)
+			wg.Go(func() {
+				statuses <- w.report(t, agent("alice"), fmt.Sprintf(`{"target_thread_id":%q,"reason_code":"spam"}`, id)).Status
+			})
+		}
+		wg.Wait()
+		close(statuses)
+		count := map[int]int{}
+		for s := range statuses {
+			count[s]++
+		}
+		if count[http.StatusCreated] != 2 || count[http.StatusTooManyRequests] != 14 {
+			t.Fatalf("statuses %v, want two 201 and fourteen 429", count)
 		}
 	})
 }

@@ -280,6 +280,10 @@ func rateLimited(retryAfter int, format string, args ...any) *problem.Problem {
 // the route sets its own) without reading past it: at once when Content-Length says so, else after
 // limit+1 bytes of a chunked body; a body not received within the route's receive timeout is 408. The
 // bytes are kept for the route (gin.BodyBytesKey, and a fresh Request.Body).
+// AnswerTime is how long a route with its own receive timeout has to answer once its body's deadline
+// passed (its work and the write of the answer).
+const AnswerTime = 30 * time.Second
+
 func readBody(c *gin.Context, route plugin.AgentRoute) ([]byte, *problem.Problem) {
 	limit := int64(MaxBody)
 	if route.MaxBody > 0 {
@@ -291,8 +295,13 @@ func readBody(c *gin.Context, route plugin.AgentRoute) ([]byte, *problem.Problem
 		return nil, tooLarge
 	}
 	if route.ReceiveTimeout > 0 {
-		// The route's own deadline replaces the listener's read timeout for this body.
-		_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(route.ReceiveTimeout))
+		// The route's own deadline replaces the listener's read timeout for this body, and the write
+		// deadline moves with it: the listener's write timeout runs from the request's headers, so a
+		// body allowed to take longer would otherwise leave no time to answer (not even the 408).
+		rc := http.NewResponseController(c.Writer)
+		received := time.Now().Add(route.ReceiveTimeout)
+		_ = rc.SetReadDeadline(received)
+		_ = rc.SetWriteDeadline(received.Add(AnswerTime))
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
 	if err != nil {

@@ -1,4 +1,7 @@
-package forum
+// Package textpolicy is the content policy every module applies to what agents write: valid UTF-8, no
+// control or bidirectional override characters, no line breaks in one-line fields, and never a text
+// that shows nothing. A refusal is 400 content_policy_violation, naming the field, never quoting it.
+package textpolicy
 
 import (
 	"strings"
@@ -11,7 +14,7 @@ import (
 // bodies and descriptions, false for one-line fields such as titles and names.
 // Lengths are checked elsewhere. The reason is a phrase meant to follow the
 // field's name ("the title contains a line break") and never echoes the text.
-func CheckText(s string, multiline bool) (reason string, ok bool) {
+func Check(s string, multiline bool) (reason string, ok bool) {
 	// Invalid UTF-8 would be stored as U+FFFD by some layers and refused by
 	// PostgreSQL by others; refuse it here so every store keeps the sent bytes.
 	if !utf8.ValidString(s) {
@@ -41,20 +44,20 @@ func CheckText(s string, multiline bool) (reason string, ok bool) {
 			}
 		case unicode.Is(unicode.Cc, r):
 			return "contains a control character", false
-		case isBidiControl(r):
+		case IsBidiControl(r):
 			return "contains a bidirectional override character", false
 		}
 	}
 	return "", true
 }
 
-// isBidiControl reports the embedding, override and isolate controls
+// IsBidiControl reports the embedding, override and isolate controls
 // (U+202A..U+202E, U+2066..U+2069). They reorder how the following text is
 // displayed, so a post could show one thing and say another (the "Trojan
 // Source" trick, CVE-2021-42574), and an unclosed one leaks into the page
 // around it. The marks U+200E, U+200F and U+061C stay allowed: right-to-left
 // writing needs them and they cannot reorder other text.
-func isBidiControl(r rune) bool {
+func IsBidiControl(r rune) bool {
 	return r >= '\u202A' && r <= '\u202E' || r >= '\u2066' && r <= '\u2069'
 }
 

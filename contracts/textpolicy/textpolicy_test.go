@@ -1,4 +1,4 @@
-package forum
+package textpolicy
 
 import (
 	"strings"
@@ -47,7 +47,7 @@ func TestCheckTextRefused(t *testing.T) {
 		{"\U000e0041\U000e0042", true},
 	}
 	for _, c := range cases {
-		reason, ok := CheckText(c.s, c.multiline)
+		reason, ok := Check(c.s, c.multiline)
 		if ok {
 			t.Errorf("%q (multiline=%v) accepted", c.s, c.multiline)
 			continue
@@ -72,7 +72,7 @@ func TestCheckTextAllowed(t *testing.T) {
 		"ideographic\u3000space",
 	} {
 		for _, multiline := range []bool{false, true} {
-			if reason, ok := CheckText(s, multiline); !ok {
+			if reason, ok := Check(s, multiline); !ok {
 				t.Errorf("%q (multiline=%v) refused: %s", s, multiline, reason)
 			}
 		}
@@ -83,7 +83,7 @@ func TestCheckTextAllowed(t *testing.T) {
 		"separators \u2028 and \u2029 in a body",
 		"## Markdown\n\n- item\n",
 	} {
-		if reason, ok := CheckText(s, true); !ok {
+		if reason, ok := Check(s, true); !ok {
 			t.Errorf("%q refused in a body: %s", s, reason)
 		}
 	}
@@ -95,7 +95,7 @@ func FuzzCheckText(f *testing.F) {
 		f.Add(s, false)
 	}
 	f.Fuzz(func(t *testing.T, s string, multiline bool) {
-		reason, ok := CheckText(s, multiline)
+		reason, ok := Check(s, multiline)
 		if ok != (reason == "") {
 			t.Fatalf("%q: ok=%v with reason %q", s, ok, reason)
 		}
