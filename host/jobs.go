@@ -64,13 +64,20 @@ func newJobs(p jobsParams) (*Jobs, error) {
 	sets := slices.Clone(p.Workers)
 	slices.SortFunc(sets, func(a, b plugin.Workers) int { return cmp.Compare(a.Module, b.Module) })
 	var periodic []*river.PeriodicJob
+	s := p.Config.Jobs
+	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: s.Workers}}
 	for _, w := range sets {
 		if err := w.Register(workers); err != nil {
 			return nil, fmt.Errorf("module %s: register job workers: %w", w.Module, err)
 		}
 		periodic = append(periodic, w.Periodic...)
+		for name, n := range w.Queues {
+			if _, taken := queues[name]; taken || n < 1 {
+				return nil, fmt.Errorf("module %s: queue %q is taken or has no workers (%d)", w.Module, name, n)
+			}
+			queues[name] = river.QueueConfig{MaxWorkers: n}
+		}
 	}
-	s := p.Config.Jobs
 	cfg := &river.Config{
 		Logger:               p.Log.With("component", "jobs"),
 		JobTimeout:           s.Timeout,
@@ -81,7 +88,7 @@ func newJobs(p jobsParams) (*Jobs, error) {
 	if len(sets) > 0 {
 		cfg.Workers = workers
 		cfg.PeriodicJobs = periodic
-		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: s.Workers}}
+		cfg.Queues = queues
 	}
 	client, err := river.NewClient(jobsDriver(p.DB, sqlDB), cfg)
 	if err != nil {

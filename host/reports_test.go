@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -134,4 +135,44 @@ func TestReportsSubsetDeployment(t *testing.T) {
 	r := start(t, cfg, mods)
 	agent := "http://" + r.listeners.Addr(ListenerAgentEdge)
 	checkProblem(t, forumPost(t, id, agent, "/reports", "rep-1", `{"reason_code":"spam"}`), 404, "not_found")
+}
+
+// The report route is a signed write like any other: a retry with its Idempotency-Key is the stored
+// 201 (one report), a body changed after signing is 401, and frozen writes refuse reports too.
+func TestReportsSignedPath(t *testing.T) {
+	cfg := testConfig(t, dbtest.Dialects[0])
+	env := map[string]string{"SVC_DATABASE_URL": cfg.DatabaseURL}
+	cook := provision(t, env, "cook")
+	reader := provision(t, env, "reader")
+	publish(t, env, wirePricing)
+	credit(t, env, cook.orgID, 100)
+	catID := admin(t, env, "category", "create", "--slug", "soups", "--name", "Soups")["category_id"].(string)
+	r := start(t, cfg, allModules(t))
+	agent := "http://" + r.listeners.Addr(ListenerAgentEdge)
+	threadID := decodeBody(t, forumPost(t, cook, agent, "/threads", "t-1", fmt.Sprintf(`{"category_id":%q,"title":"Soup","body_markdown":"Soup.",%s}`, catID, billing10)), 200, "created-thread-response")["thread_id"].(string)
+
+	body := fmt.Sprintf(`{"target_thread_id":%q,"reason_code":"spam"}`, threadID)
+	first := forumPost(t, reader, agent, "/reports", "rep-1", body)
+	decodeBody(t, first, 201, "created-report-response")
+	replay := forumPost(t, reader, agent, "/reports", "rep-1", body)
+	if replay.status != 201 || replay.header.Get("Idempotent-Replayed") != "true" || string(replay.body) != string(first.body) {
+		t.Fatalf("replay: %d %s", replay.status, replay.body)
+	}
+	if n := len(admin(t, env, "report", "list", "--target", threadID)["reports"].([]any)); n != 1 {
+		t.Fatalf("%d reports after a replay, want 1", n)
+	}
+
+	req, err := http.NewRequest(http.MethodPost, agent+"/agent-api/v1/reports", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "rep-2")
+	if err := reader.signer.Sign(req); err != nil {
+		t.Fatal(err)
+	}
+	checkProblem(t, resend(t, req, strings.Replace(body, "spam", "abuse", 1)), 401, "signature_mismatch")
+
+	admin(t, env, "writes", "freeze", "--agent", reader.agentID)
+	checkProblem(t, forumPost(t, reader, agent, "/reports", "rep-3", fmt.Sprintf(`{"target_thread_id":%q,"reason_code":"abuse"}`, threadID)), 403, "writes_frozen")
 }

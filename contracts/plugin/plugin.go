@@ -170,6 +170,10 @@ type Workers struct {
 	// Periodic are jobs the runner inserts on a schedule (one replica, River's leader, does), for work
 	// no write triggers, such as sweeping what a lost job left behind.
 	Periodic []*river.PeriodicJob
+	// Queues are the module's own queues, by name, with how many of their jobs one replica works at once
+	// (for jobs heavy enough to need their own bound, such as decoding large images); jobs inserted
+	// without a queue go to the host's default queue.
+	Queues map[string]int
 }
 
 // Nav is a page for people that a module links from the site's header (contracts/site).

@@ -30,6 +30,7 @@ type Config struct {
 	ReceiveTimeout time.Duration // how long an upload's body may take to arrive (408 past it)
 	Attempts       int           // how often processing is tried before the upload fails
 	StuckAfter     time.Duration // an upload still processing this long after its last change is failed
+	Workers        int           // uploads one replica processes at once (each may hold hundreds of MB)
 }
 
 // S3Config names an S3-compatible bucket.
@@ -44,7 +45,7 @@ type S3Config struct {
 
 // DefaultConfig is the configuration with every default applied.
 func DefaultConfig() Config {
-	return Config{Storage: StorageDir, Dir: "./var/media", ReceiveTimeout: 30 * time.Second, Attempts: 5, StuckAfter: 2 * time.Hour, S3: S3Config{Region: "us-east-1"}}
+	return Config{Storage: StorageDir, Dir: "./var/media", ReceiveTimeout: 30 * time.Second, Attempts: 5, StuckAfter: 2 * time.Hour, Workers: 2, S3: S3Config{Region: "us-east-1"}}
 }
 
 // Flags are the module's settings on the svc command line.
@@ -63,6 +64,7 @@ func Flags() []cli.Flag {
 		&cli.BoolFlag{Name: "media-s3-insecure", Sources: env("SVC_MEDIA_S3_INSECURE"), Category: cat, Usage: "reach the S3 server over plain HTTP (a private network only)"},
 		&cli.DurationFlag{Name: "media-receive-timeout", Value: d.ReceiveTimeout, Sources: env("SVC_MEDIA_RECEIVE_TIMEOUT"), Category: cat, Usage: "how long an upload's body may take to arrive (408 past it)"},
 		&cli.DurationFlag{Name: "media-stuck-after", Value: d.StuckAfter, Sources: env("SVC_MEDIA_STUCK_AFTER"), Category: cat, Usage: "an upload still processing this long (every attempt of its job lost) is failed processing_error; longer than attempts x (jobs timeout + rescue)"},
+		&cli.IntFlag{Name: "media-workers", Value: d.Workers, Sources: env("SVC_MEDIA_WORKERS"), Category: cat, Usage: "uploads one replica processes at once, in the media queue apart from other jobs: a 40-megapixel image takes about 260 MB while it is processed"},
 		&cli.IntFlag{Name: "media-attempts", Value: d.Attempts, Sources: env("SVC_MEDIA_ATTEMPTS"), Category: cat, Usage: "how often an upload's processing is tried (with backoff) before the upload fails"},
 	}
 }
@@ -77,6 +79,7 @@ func NewConfig(s plugin.Settings) (Config, error) {
 		ReceiveTimeout: s.Duration("media-receive-timeout"),
 		Attempts:       s.Int("media-attempts"),
 		StuckAfter:     s.Duration("media-stuck-after"),
+		Workers:        s.Int("media-workers"),
 	}
 	return c, c.Validate()
 }
@@ -97,6 +100,9 @@ func (c Config) Validate() error {
 	}
 	if c.ReceiveTimeout < time.Second {
 		return fmt.Errorf("--media-receive-timeout must be at least 1s, got %s", c.ReceiveTimeout)
+	}
+	if c.Workers < 1 {
+		return fmt.Errorf("--media-workers must be at least 1, got %d", c.Workers)
 	}
 	if c.StuckAfter < time.Minute {
 		return fmt.Errorf("--media-stuck-after must be at least 1m, got %s", c.StuckAfter)

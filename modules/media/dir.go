@@ -45,6 +45,11 @@ func (d *Dir) Put(_ context.Context, key string, data []byte, _ string) error {
 		f.Close()
 		return fmt.Errorf("store %s: %w", key, err)
 	}
+	// On disk before the rename makes it visible: a crash never leaves a named, empty object.
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("store %s: %w", key, err)
+	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("store %s: %w", key, err)
 	}

@@ -22,8 +22,11 @@ type uploadForm struct {
 	AIGenerated bool
 }
 
-// maxTextPart bounds a text part of the form.
-const maxTextPart = 1024
+// maxTextPart bounds a text part of the form, and maxFormErrors the part errors one answer lists.
+const (
+	maxTextPart   = 1024
+	maxFormErrors = 16
+)
 
 // parseForm reads the multipart body of an upload (WIRE.md section 9): exactly the parts file,
 // pricing_version, max_credit_cost and optionally ai_generated, each once. A content type that is not
@@ -47,6 +50,9 @@ func parseForm(set *schema.Set, contentType string, body []byte) (uploadForm, er
 		}
 		if err != nil {
 			return form, invalid("", "multipart", "the body is not a well-formed multipart/form-data message")
+		}
+		if len(bad) >= maxFormErrors {
+			break // enough to say what is wrong, without an answer as large as the body
 		}
 		name := part.FormName()
 		pointer := "/" + name

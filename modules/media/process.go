@@ -33,9 +33,13 @@ func NewProcessor(db *gorm.DB, storage Storage, clock port.Clock, log *slog.Logg
 	return &Processor{db: db, storage: storage, clock: clock, log: log}
 }
 
-// Workers registers the processor and the sweeper with the host's job runner, and schedules the sweep.
-func (p *Processor) Workers(s *Sweeper) plugin.Workers {
-	return plugin.Workers{Module: ID,
+// Queue is the module's own queue: processing is bounded apart from the host's other jobs.
+const Queue = "media"
+
+// Workers registers the processor and the sweeper with the host's job runner, schedules the sweep, and
+// declares the media queue.
+func (p *Processor) Workers(s *Sweeper, cfg Config) plugin.Workers {
+	return plugin.Workers{Module: ID, Queues: map[string]int{Queue: cfg.Workers},
 		Register: func(w *river.Workers) error {
 			if err := river.AddWorkerSafely(w, p); err != nil {
 				return err

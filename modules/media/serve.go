@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -89,7 +90,7 @@ func (im *Images) serve(c *gin.Context) {
 		c.Header("X-Content-Type-Options", "nosniff")
 		c.Header("Content-Security-Policy", "default-src 'none'")
 	}
-	if inm := c.GetHeader("If-None-Match"); inm != "" && (inm == etag || inm == "*" || inm == "W/"+etag) {
+	if matches(c.GetHeader("If-None-Match"), etag) {
 		immutable()
 		c.Status(http.StatusNotModified)
 		return
@@ -121,4 +122,15 @@ func (im *Images) visible(ctx context.Context, id string) (bool, error) {
 		return false, nil
 	}
 	return im.attachments.Visible(ctx, id)
+}
+
+// matches reports whether an If-None-Match value (a list of entity tags, or *) names etag, weakly.
+func matches(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
 }

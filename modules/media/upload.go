@@ -127,7 +127,7 @@ func (u *Uploads) upload(c *gin.Context) {
 		if err != nil {
 			return 0, nil, err
 		}
-		if err := u.jobs.InsertTx(ctx, tx, ProcessArgs{AssetID: id}, &river.InsertOpts{MaxAttempts: u.cfg.Attempts}); err != nil {
+		if err := u.jobs.InsertTx(ctx, tx, ProcessArgs{AssetID: id}, &river.InsertOpts{MaxAttempts: u.cfg.Attempts, Queue: Queue}); err != nil {
 			return 0, nil, err
 		}
 		return http.StatusAccepted, Accepted{AssetID: id, Status: port.AssetProcessing,

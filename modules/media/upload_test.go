@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -102,6 +103,9 @@ func TestUploadProcessServe(t *testing.T) {
 		etag := r.Header.Get("ETag")
 		if nm := w.get(http.MethodGet, display, "If-None-Match", etag); nm.Status != http.StatusNotModified || len(nm.Body) != 0 {
 			t.Fatalf("If-None-Match: %d, %d bytes", nm.Status, len(nm.Body))
+		}
+		if nm := w.get(http.MethodGet, display, "If-None-Match", `"other", W/`+etag); nm.Status != http.StatusNotModified {
+			t.Fatalf("If-None-Match with a list: %d", nm.Status)
 		}
 		if head := w.get(http.MethodHead, display); head.Status != 200 || len(head.Body) != 0 || head.Header.Get("Content-Length") == "" {
 			t.Fatalf("HEAD: %d, %d bytes, length %q", head.Status, len(head.Body), head.Header.Get("Content-Length"))
@@ -202,8 +206,20 @@ func TestUploadRefusals(t *testing.T) {
 	}
 	assertNoFiles(t, w.dir)
 
+	// A form of many wrong parts gets a bounded answer.
+	many := append([]string{}, billing...)
+	for i := range 40 {
+		many = append(many, fmt.Sprint("junk", i), "x")
+	}
+	ct, body := form(t, testkit.JPEG(t, 8, 8), many...)
+	r := w.upload(t, mtAlice, ct, body)
+	testkit.Expect(t, r, http.StatusUnprocessableEntity, string(problem.ValidationFailed))
+	if n := len(r.JSON(t)["errors"].([]any)); n > 16 {
+		t.Fatalf("the answer lists %d part errors, want at most 16", n)
+	}
+
 	// Exactly the largest file is accepted.
-	ct, body := form(t, exact, billing...)
+	ct, body = form(t, exact, billing...)
 	if r := w.upload(t, mtAlice, ct, body); r.Status != http.StatusAccepted {
 		t.Fatalf("a file of exactly %d bytes: %d %s", media.MaxFile, r.Status, r.Body)
 	}
