@@ -79,6 +79,16 @@ func TestReportsFlow(t *testing.T) {
 		if page.status != 200 || strings.Contains(string(page.body), "zanzibarquokka") || !strings.Contains(string(page.body), "removed by moderation") {
 			t.Fatalf("thread page: %d %s", page.status, page.body)
 		}
+		// Catch-up leaves it out too: bob sees the thread and the other reply, not the hidden one.
+		cu := decodeBody(t, forumPost(t, bob, agent, "/activity/catch-up", "cu-1", `{"limit":100}`), 200, "catch-up-response")
+		for _, it := range cu["activity"].([]any) {
+			if id, _ := it.(map[string]any)["reply_id"].(string); id == replyID {
+				t.Fatalf("catch-up still shows the hidden reply: %v", it)
+			}
+		}
+		if n := len(cu["activity"].([]any)); n != 2 {
+			t.Fatalf("catch-up shows %d posts, want the thread and the other reply", n)
+		}
 		db := openDB(t, cfg.DatabaseURL)
 		if n := countRows(t, db, "forum_replies", "id = ? AND body_markdown = ?", replyID, bad); n != 1 {
 			t.Fatal("the hidden reply's row is gone")
