@@ -205,34 +205,47 @@ func startService(t *testing.T, ctx context.Context, nw *testcontainers.DockerNe
 		env = maps.Clone(env)
 		env["SVC_CURSOR_KEY"] = cursorKey // every replica of a test seals cursors alike
 	}
-	image := serviceImage()
-	requireImage(t, ctx, image)
-	c, err := testcontainers.Run(ctx, image,
-		testcontainers.WithLogger(tclog.TestLogger(t)),
-		testcontainers.WithLabels(dbtest.Labels()),
+	c := runServer(t, ctx, "service", serviceImage(),
 		network.WithNetwork([]string{"svc"}, nw),
 		testcontainers.WithEnv(env),
 		testcontainers.WithExposedPorts(publicPort, "8081/tcp"),
-		// The image is FROM scratch: no shell, so no ForListeningPort (it runs one in the container).
-		testcontainers.WithWaitStrategy(wait.ForHTTP("/health/ready").WithPort(publicPort).
-			WithStartupTimeout(time.Minute).WithPollInterval(100*time.Millisecond)),
-	)
-	cleanup(t, c)
-	if c != nil {
-		t.Cleanup(func() { // runs before the removal
-			if t.Failed() {
-				dumpLogs(t, c)
-			}
-		})
-	}
-	if err != nil {
-		t.Fatalf("e2e: start service from %s: %v", image, err)
-	}
+		readyOn("/health/ready", publicPort))
 	endpoint, err := c.PortEndpoint(ctx, publicPort, "http")
 	if err != nil {
 		t.Fatalf("e2e: public endpoint of the service: %v", err)
 	}
 	return &service{DockerContainer: c, URL: endpoint}
+}
+
+// runServer starts a long-running container of image (labelled for this run, logged to the test),
+// waits as opts say, and prints its logs if the test fails; it is removed when the test ends. what
+// names it in messages.
+func runServer(t *testing.T, ctx context.Context, what, image string, opts ...testcontainers.ContainerCustomizer) *testcontainers.DockerContainer {
+	t.Helper()
+	requireImage(t, ctx, image)
+	c, err := testcontainers.Run(ctx, image, append([]testcontainers.ContainerCustomizer{
+		testcontainers.WithLogger(tclog.TestLogger(t)),
+		testcontainers.WithLabels(dbtest.Labels()),
+	}, opts...)...)
+	cleanup(t, c)
+	if c != nil {
+		t.Cleanup(func() { // runs before the removal
+			if t.Failed() {
+				dumpLogs(t, what, c)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatalf("e2e: start %s from %s: %v", what, image, err)
+	}
+	return c
+}
+
+// readyOn waits until GET path on port answers 200. The images are FROM scratch: no shell, so no
+// ForListeningPort (it runs one in the container).
+func readyOn(path, port string) testcontainers.ContainerCustomizer {
+	return testcontainers.WithWaitStrategy(wait.ForHTTP(path).WithPort(port).
+		WithStartupTimeout(time.Minute).WithPollInterval(100 * time.Millisecond))
 }
 
 // result is what a one-off container did.
@@ -285,18 +298,18 @@ func streams(t *testing.T, ctx context.Context, id string) (stdout, stderr strin
 	return out.String(), errOut.String()
 }
 
-func dumpLogs(t *testing.T, c *testcontainers.DockerContainer) {
+func dumpLogs(t *testing.T, what string, c *testcontainers.DockerContainer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rc, err := c.Logs(ctx)
 	if err != nil {
-		t.Logf("e2e: logs of the service: %v", err)
+		t.Logf("e2e: logs of the %s: %v", what, err)
 		return
 	}
 	defer rc.Close()
 	b, _ := io.ReadAll(rc)
-	t.Logf("e2e: logs of the service container %.12s:\n%s", c.GetContainerID(), b)
+	t.Logf("e2e: logs of the %s container %.12s:\n%s", what, c.GetContainerID(), b)
 }
 
 // response is an HTTP response read whole.

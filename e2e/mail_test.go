@@ -14,12 +14,8 @@ import (
 	"time"
 
 	"github.com/testcontainers/testcontainers-go"
-	tclog "github.com/testcontainers/testcontainers-go/log"
 	"github.com/testcontainers/testcontainers-go/network"
-	"github.com/testcontainers/testcontainers-go/wait"
 	mail "github.com/wneessen/go-mail"
-
-	"github.com/svcforum/svc/database/dbtest"
 )
 
 const (
@@ -72,28 +68,10 @@ func startMail(t *testing.T, networkName string) mailServer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
-	image := mailImage()
-	requireImage(t, ctx, image)
-	c, err := testcontainers.Run(ctx, image,
-		testcontainers.WithLogger(tclog.TestLogger(t)),
-		testcontainers.WithLabels(dbtest.Labels()),
+	c := runServer(t, ctx, "mail server", mailImage(),
 		network.WithNetworkName([]string{mailAlias}, networkName),
 		testcontainers.WithExposedPorts(mailSMTPPort, mailAPIPort),
-		// The image is FROM scratch: no shell, so no ForListeningPort (it runs one in the container).
-		testcontainers.WithWaitStrategy(wait.ForHTTP("/readyz").WithPort(mailAPIPort).
-			WithStartupTimeout(time.Minute).WithPollInterval(100*time.Millisecond)),
-	)
-	cleanup(t, c)
-	if c != nil {
-		t.Cleanup(func() { // runs before the removal
-			if t.Failed() {
-				dumpLogs(t, c)
-			}
-		})
-	}
-	if err != nil {
-		t.Fatalf("e2e: start mail from %s: %v", image, err)
-	}
+		readyOn("/readyz", mailAPIPort))
 	smtpEndpoint, err := c.PortEndpoint(ctx, mailSMTPPort, "")
 	if err != nil {
 		t.Fatalf("e2e: SMTP endpoint of the mail server: %v", err)

@@ -10,16 +10,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/testcontainers/testcontainers-go"
-	tclog "github.com/testcontainers/testcontainers-go/log"
 	"github.com/testcontainers/testcontainers-go/network"
-	"github.com/testcontainers/testcontainers-go/wait"
-
-	"github.com/svcforum/svc/database/dbtest"
 )
 
 const (
@@ -62,11 +57,7 @@ func startS3(t *testing.T, networkName string) s3Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
-	image := s3Image()
-	requireImage(t, ctx, image)
-	c, err := testcontainers.Run(ctx, image,
-		testcontainers.WithLogger(tclog.TestLogger(t)),
-		testcontainers.WithLabels(dbtest.Labels()),
+	c := runServer(t, ctx, "s3 server", s3Image(),
 		network.WithNetworkName([]string{s3Alias}, networkName),
 		testcontainers.WithEnv(map[string]string{
 			"ROOT_ACCESS_KEY_ID":     s3AccessKey,
@@ -74,21 +65,7 @@ func startS3(t *testing.T, networkName string) s3Server {
 			"VGW_REGION":             s3Region,
 		}),
 		testcontainers.WithExposedPorts(s3Port),
-		// The image is FROM scratch: no shell, so no ForListeningPort (it runs one in the container).
-		testcontainers.WithWaitStrategy(wait.ForHTTP("/health").WithPort(s3Port).
-			WithStartupTimeout(time.Minute).WithPollInterval(100*time.Millisecond)),
-	)
-	cleanup(t, c)
-	if c != nil {
-		t.Cleanup(func() { // runs before the removal
-			if t.Failed() {
-				dumpLogs(t, c)
-			}
-		})
-	}
-	if err != nil {
-		t.Fatalf("e2e: start s3 from %s: %v", image, err)
-	}
+		readyOn("/health", s3Port))
 	endpoint, err := c.PortEndpoint(ctx, s3Port, "")
 	if err != nil {
 		t.Fatalf("e2e: endpoint of the s3 server: %v", err)

@@ -15,7 +15,14 @@ import (
 // forumPost signs and sends a POST of body to path (under plugin.AgentPrefix) as id.
 func forumPost(t *testing.T, id identity, base, path, key, body string) response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, base+plugin.AgentPrefix+path, strings.NewReader(body))
+	return signedWrite(t, id, http.MethodPost, base, path, key, body)
+}
+
+// signedWrite signs and sends a JSON write of body to path (under plugin.AgentPrefix) as id, with key
+// as its Idempotency-Key.
+func signedWrite(t *testing.T, id identity, method, base, path, key, body string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, base+plugin.AgentPrefix+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

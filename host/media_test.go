@@ -93,16 +93,7 @@ func uploadBody(t *testing.T, id identity, agent, key, contentType string, body 
 // signedPut signs and sends a PUT of body to path (under plugin.AgentPrefix) as id.
 func signedPut(t *testing.T, id identity, base, path, key, body string) response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPut, base+plugin.AgentPrefix+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", key)
-	if err := id.signer.Sign(req); err != nil {
-		t.Fatal(err)
-	}
-	return send(t, req)
+	return signedWrite(t, id, http.MethodPut, base, path, key, body)
 }
 
 // awaitProcessed polls an upload's status until it is no longer processing, and returns it.

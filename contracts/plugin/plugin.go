@@ -153,6 +153,16 @@ type Publication struct {
 	Schema bool   // listed under locations.schemas rather than directly under locations
 }
 
+// SchemaPublications are the publications of a module's schemas, by name (served at
+// /contracts/schemas/<name>.schema.json).
+func SchemaPublications(module string, names ...string) []Publication {
+	pubs := make([]Publication, 0, len(names))
+	for _, s := range names {
+		pubs = append(pubs, Publication{Module: module, Name: s, Path: "/contracts/schemas/" + s + ".schema.json", Schema: true})
+	}
+	return pubs
+}
+
 // Guard is the verifier in front of the agent plane (the sigv1 module provides it). Agent routes
 // without a guard stop start-up.
 type Guard struct {

@@ -181,14 +181,8 @@ func (w *Writes) manage(c *gin.Context, name string, t target, op string) {
 		render.Abort(c, problem.Newf(problem.NotFound, "No %s has this id.", t.kind))
 		return
 	}
-	if w.assets == nil {
-		// Without media nothing can be attached; an empty set still detaches what an earlier
-		// deployment attached.
-		if len(req.Attachments) > 0 {
-			render.Abort(c, w.checkAttachments(req.Attachments))
-			return
-		}
-	} else if p := w.checkAttachments(req.Attachments); p != nil {
+	// Without media an empty set is still taken: it detaches what an earlier deployment attached.
+	if p := w.checkAttachments(req.Attachments); p != nil {
 		render.Abort(c, p)
 		return
 	}
@@ -197,12 +191,8 @@ func (w *Writes) manage(c *gin.Context, name string, t target, op string) {
 		if err := t.lock(tx); err != nil {
 			return nil, err
 		}
-		var author []string
-		if err := tx.Table(t.table).Where("id = ?", t.id).Pluck("author_id", &author).Error; err != nil {
-			return nil, fmt.Errorf("read author: %w", err)
-		}
-		if len(author) != 1 || author[0] != p.AgentID {
-			return nil, problem.Newf(problem.NotAuthor, "Only the author may change the images of this %s.", t.kind)
+		if err := t.authoredBy(tx, p.AgentID, "change the images of"); err != nil {
+			return nil, err
 		}
 		if err := w.attach(ctx, tx, p, t.kind, t.id, req.Attachments, now, true); err != nil {
 			return nil, err

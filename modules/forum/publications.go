@@ -12,10 +12,4 @@ var schemas = []string{
 }
 
 // Publications are the locations the forum contributes to the discovery document.
-func Publications() []plugin.Publication {
-	pubs := make([]plugin.Publication, 0, len(schemas))
-	for _, s := range schemas {
-		pubs = append(pubs, plugin.Publication{Module: ID, Name: s, Path: "/contracts/schemas/" + s + ".schema.json", Schema: true})
-	}
-	return pubs
-}
+func Publications() []plugin.Publication { return plugin.SchemaPublications(ID, schemas...) }

@@ -75,6 +75,19 @@ func (t target) lock(tx *gorm.DB) error {
 	return nil
 }
 
+// authoredBy refuses (403 not_author) unless agentID wrote the target; doing says what only the author
+// may do ("tombstone").
+func (t target) authoredBy(tx *gorm.DB, agentID, doing string) error {
+	var author []string
+	if err := tx.Table(t.table).Where("id = ?", t.id).Pluck("author_id", &author).Error; err != nil {
+		return fmt.Errorf("read author: %w", err)
+	}
+	if len(author) != 1 || author[0] != agentID {
+		return problem.Newf(problem.NotAuthor, "Only the author may %s this %s.", doing, t.kind)
+	}
+	return nil
+}
+
 // tally returns the target's votes.
 func (t target) tally(tx *gorm.DB) (Votes, error) {
 	var v Votes
@@ -202,12 +215,8 @@ func (w *Writes) tombstone(c *gin.Context) {
 		if err := t.lock(tx); err != nil {
 			return nil, err
 		}
-		var author []string
-		if err := tx.Table(t.table).Where("id = ?", t.id).Pluck("author_id", &author).Error; err != nil {
-			return nil, fmt.Errorf("read author: %w", err)
-		}
-		if len(author) != 1 || author[0] != p.AgentID {
-			return nil, problem.Newf(problem.NotAuthor, "Only the author may tombstone this %s.", t.kind)
+		if err := t.authoredBy(tx, p.AgentID, "tombstone"); err != nil {
+			return nil, err
 		}
 		charge, err := w.charge(ctx, tx, p, c, port.OpTombstone, req.Billing, t.id)
 		if err != nil {

@@ -17,8 +17,5 @@ func Publications() []plugin.Publication {
 		{Module: ID, Name: "agent_api", Path: AgentAPIPath},
 		{Module: ID, Name: "signing_vectors", Path: SigningVectorsPath},
 	}
-	for _, s := range schemas {
-		pubs = append(pubs, plugin.Publication{Module: ID, Name: s, Path: "/contracts/schemas/" + s + ".schema.json", Schema: true})
-	}
-	return pubs
+	return append(pubs, plugin.SchemaPublications(ID, schemas...)...)
 }
