@@ -152,7 +152,11 @@ func resolveLocal(doc any, ref string) bool {
 // Every operation of the OpenAPI documents names the module that serves it (x-svc-module; one module
 // per path), so that discovery can leave out the paths of modules a deployment does not enable.
 func TestOpenAPIPathsNameTheirModule(t *testing.T) {
-	for _, doc := range []string{"openapi.json", "openapi/agent.json"} {
+	docs, _ := fs.Glob(contracts.FS(), "openapi/*.json")
+	if len(docs) < 2 {
+		t.Fatalf("openapi/ holds %v, want agent.json and onboarding.json at least", docs)
+	}
+	for _, doc := range append([]string{"openapi.json"}, docs...) {
 		raw, err := fs.ReadFile(contracts.FS(), doc)
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/svcforum/svc/modules/discovery"
 	"github.com/svcforum/svc/modules/forum"
 	"github.com/svcforum/svc/modules/media"
+	"github.com/svcforum/svc/modules/onboarding"
 	"github.com/svcforum/svc/modules/reports"
 	"github.com/svcforum/svc/modules/sigv1"
 )
@@ -22,6 +23,7 @@ func Catalog() []plugin.Descriptor {
 		discovery.Descriptor(),
 		forum.Descriptor(),
 		media.Descriptor(),
+		onboarding.Descriptor(),
 		reports.Descriptor(),
 		sigv1.Descriptor(),
 	}
@@ -30,12 +32,13 @@ func Catalog() []plugin.Descriptor {
 // Profiles are the documented deployments; each is checked with fx.ValidateApp in the tests.
 func Profiles() map[string][]string {
 	return map[string][]string{
-		"all":       IDs(Catalog()),
-		"discovery": {discovery.ID},
-		"signed":    {discovery.ID, sigv1.ID},
-		"metered":   {billing.ID, discovery.ID, sigv1.ID},
-		"forum":     {billing.ID, discovery.ID, forum.ID, sigv1.ID},
-		"media":     {billing.ID, discovery.ID, media.ID, sigv1.ID},
+		"all":        IDs(Catalog()),
+		"discovery":  {discovery.ID},
+		"signed":     {discovery.ID, sigv1.ID},
+		"metered":    {billing.ID, discovery.ID, sigv1.ID},
+		"forum":      {billing.ID, discovery.ID, forum.ID, sigv1.ID},
+		"media":      {billing.ID, discovery.ID, media.ID, sigv1.ID},
+		"onboarding": {discovery.ID, onboarding.ID, sigv1.ID},
 	}
 }
 

@@ -34,11 +34,11 @@ func Engine(t testing.TB) *gin.Engine {
 	return e
 }
 
-// MountPublic mounts routes of the public plane on e.
+// MountPublic mounts routes of the public listener (the public and onboarding planes) on e.
 func MountPublic(t testing.TB, e *gin.Engine, routes plugin.Routes) {
 	t.Helper()
-	if routes.Plane != plugin.Public || routes.Mount == nil {
-		t.Fatalf("routes of module %q: plane %q, want public routes with Mount", routes.Module, routes.Plane)
+	if (routes.Plane != plugin.Public && routes.Plane != plugin.Onboarding) || routes.Mount == nil {
+		t.Fatalf("routes of module %q: plane %q, want public or onboarding routes with Mount", routes.Module, routes.Plane)
 	}
 	routes.Mount(e)
 }

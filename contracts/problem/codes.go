@@ -72,6 +72,13 @@ const (
 	ExplanationQuotesContent Code = "explanation_quotes_content"
 	ReportLimitExceeded      Code = "report_limit_exceeded"
 
+	// Onboarding (WIRE.md section 11).
+	InvitationInvalid  Code = "invitation_invalid"
+	InvitationRedeemed Code = "invitation_redeemed"
+	HandleTaken        Code = "handle_taken"
+	HandleMismatch     Code = "handle_mismatch"
+	CSRFFailed         Code = "csrf_failed"
+
 	// Billing (WIRE.md section 3).
 	PricingVersionNotAccepted Code = "pricing_version_not_accepted"
 	PriceExceedsCap           Code = "price_exceeds_cap"
@@ -138,6 +145,12 @@ var catalog = map[Code]Definition{
 	ExplanationQuotesContent: {http.StatusBadRequest, "The explanation quotes the reported content"},
 	ReportLimitExceeded:      {http.StatusTooManyRequests, "Report limit exceeded"},
 	MediaUnavailable:         {http.StatusServiceUnavailable, "Media processing or storage unavailable"},
+
+	InvitationInvalid:  {http.StatusForbidden, "Invitation unknown, expired or withdrawn"},
+	InvitationRedeemed: {http.StatusConflict, "Invitation already redeemed with another key"},
+	HandleTaken:        {http.StatusConflict, "Handle taken"},
+	HandleMismatch:     {http.StatusUnprocessableEntity, "Handle differs from the approved one"},
+	CSRFFailed:         {http.StatusForbidden, "Form token missing or invalid"},
 
 	PricingVersionNotAccepted: {http.StatusConflict, "Pricing version not accepted"},
 	PriceExceedsCap:           {http.StatusConflict, "Effective price exceeds max_credit_cost"},

@@ -91,23 +91,43 @@ func (s *Site) MustParse(fsys fs.FS, name string, funcs template.FuncMap) *Page 
 
 // frame is what the layout renders: the site's header and the page's own data.
 type frame struct {
-	Nav    []plugin.Nav
-	Search *plugin.Nav
-	Data   any
+	Nav      []plugin.Nav
+	Search   *plugin.Nav
+	Referrer string
+	Data     any
 }
+
+// The referrer policies of pages: none by default, so that a link followed from a page never tells
+// another site which page (and which secret path) it came from; a form page sends its origin to the
+// site itself, which the CSRF check of its POST needs (browsers send "Origin: null" under no-referrer).
+const (
+	NoReferrer         = "no-referrer"
+	SameOriginReferrer = "same-origin"
+)
 
 // Write renders p with data and status, with the site's headers. A 200 carries an ETag of its bytes and
 // a short public Cache-Control, and a matching If-None-Match is answered 304; anything else is not
 // stored.
 func (s *Site) Write(c *gin.Context, status int, p *Page, data any) {
+	s.write(c, status, p, data, NoReferrer, true)
+}
+
+// WritePrivate renders a page that belongs to one visitor (a form carrying its CSRF token, a page at a
+// secret address): never stored by any cache, with referrer as its Referrer-Policy.
+func (s *Site) WritePrivate(c *gin.Context, status int, p *Page, data any, referrer string) {
+	s.write(c, status, p, data, referrer, false)
+}
+
+func (s *Site) write(c *gin.Context, status int, p *Page, data any, referrer string, public bool) {
 	var buf bytes.Buffer
-	if err := p.tmpl.ExecuteTemplate(&buf, "layout", frame{Nav: s.nav, Search: s.search, Data: data}); err != nil {
+	if err := p.tmpl.ExecuteTemplate(&buf, "layout", frame{Nav: s.nav, Search: s.search, Referrer: referrer, Data: data}); err != nil {
 		_ = c.Error(fmt.Errorf("render page: %w", err))
 		status, buf = http.StatusInternalServerError, *bytes.NewBufferString("<!DOCTYPE html><title>Error</title><p>The page could not be built.</p>\n")
 	}
 	h := c.Writer.Header()
 	Headers(h)
-	if status == http.StatusOK {
+	h.Set("Referrer-Policy", referrer)
+	if status == http.StatusOK && public {
 		sum := sha256.Sum256(append([]byte(MediaType+"\n"), buf.Bytes()...))
 		etag := `"` + hex.EncodeToString(sum[:16]) + `"`
 		h.Set("ETag", etag)

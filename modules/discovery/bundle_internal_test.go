@@ -2,10 +2,13 @@ package discovery
 
 import (
 	"encoding/json"
+	"io/fs"
 	"reflect"
+	"strings"
 	"testing"
 	"testing/fstest"
 
+	"github.com/svcforum/svc/contracts"
 	"github.com/svcforum/svc/contracts/plugin"
 )
 
@@ -57,4 +60,56 @@ func TestUnbundleableDocumentFailsStartUp(t *testing.T) {
 			t.Errorf("$ref %q: Routes succeeded", ref)
 		}
 	}
+}
+
+// Every published schema can be bundled, whichever reference forms it uses (another schema by its
+// served path, with or without a $defs fragment, or its own "#/$defs/..."; the onboarding umbrella
+// schema refers to its five shapes from its $defs): every $ref becomes a local pointer that resolves.
+func TestBundleEveryPublishedSchema(t *testing.T) {
+	entries, err := fs.ReadDir(contracts.FS(), "schemas")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uses := map[string]any{}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".schema.json")
+		if !ok {
+			continue
+		}
+		uses["uses-"+name] = map[string]any{"$ref": SchemaPath(name)}
+	}
+	if uses["uses-onboarding"] == nil {
+		t.Fatal("no onboarding schema is published")
+	}
+	doc := map[string]any{"components": map[string]any{"schemas": uses}}
+	if err := bundle(doc, contracts.FS()); err != nil {
+		t.Fatal(err)
+	}
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	for _, name := range []string{"onboarding", "onboarding.redemption-request", "application-request", "redemption-response"} {
+		if schemas[name] == nil {
+			t.Errorf("%s is not bundled", name)
+		}
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, child := range v {
+				if ref, ok := child.(string); ok && k == "$ref" {
+					name, ok := strings.CutPrefix(ref, "#/components/schemas/")
+					if !ok || schemas[name] == nil {
+						t.Errorf("$ref %q does not resolve in the bundle", ref)
+					}
+					continue
+				}
+				walk(child)
+			}
+		case []any:
+			for _, child := range v {
+				walk(child)
+			}
+		}
+	}
+	walk(doc)
 }

@@ -130,7 +130,9 @@ func checkBundled(t testing.TB, p string, served []byte) {
 // need no access to the service to read it. The bundle does not depend on the order in which things
 // were gathered, so the bytes (and the ETag derived from them) are stable.
 func TestOpenAPIDocumentsAreSelfContained(t *testing.T) {
-	pubs := append(discovery.Publications(), plugin.Publication{Module: "sigv1", Name: "agent_api", Path: "/contracts/openapi/agent.json"})
+	pubs := append(discovery.Publications(),
+		plugin.Publication{Module: "sigv1", Name: "agent_api", Path: "/contracts/openapi/agent.json"},
+		plugin.Publication{Module: "onboarding", Name: "onboarding_api", Path: "/contracts/openapi/onboarding.json"})
 	reversed := slices.Clone(pubs)
 	slices.Reverse(reversed)
 	for subset := range 1 << len(allModules) {
@@ -142,7 +144,7 @@ func TestOpenAPIDocumentsAreSelfContained(t *testing.T) {
 		}
 		e := engine(t, &plugin.Deployment{BaseURL: base, Modules: modules}, pubs)
 		again := engine(t, &plugin.Deployment{BaseURL: base, Modules: modules}, reversed)
-		for _, p := range []string{discovery.PublicAPI, discovery.ContractsDir + "/openapi/agent.json"} {
+		for _, p := range []string{discovery.PublicAPI, discovery.ContractsDir + "/openapi/agent.json", discovery.ContractsDir + "/openapi/onboarding.json"} {
 			r := serve(t, e, http.MethodGet, p, nil)
 			if r.status != http.StatusOK {
 				t.Fatalf("%v GET %s: %d", modules, p, r.status)

@@ -35,7 +35,7 @@ func TestFrontDoor(t *testing.T) {
 	if page.Code != 200 || page.Header().Get("Content-Type") != site.MediaType || page.Header().Get("Content-Security-Policy") != site.CSP {
 		t.Fatalf("landing page: %d %v", page.Code, page.Header())
 	}
-	for _, want := range []string{`href="/forum"`, `href="/developers/SKILL.md"`, `href="/.well-known/svc"`, "invitation-only"} {
+	for _, want := range []string{`href="/forum"`, `href="/developers/SKILL.md"`, `href="/.well-known/svc"`, `href="/onboarding"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("landing page lacks %s", want)
 		}
@@ -45,6 +45,8 @@ func TestFrontDoor(t *testing.T) {
 	}
 	if bare := frontDoor(t, []string{"discovery"}, "text/html"); strings.Contains(bare.Body.String(), `href="/forum"`) {
 		t.Errorf("a deployment without the forum links to it")
+	} else if b := bare.Body.String(); strings.Contains(b, `href="/onboarding"`) || !strings.Contains(b, "invitation-only") {
+		t.Errorf("a deployment without onboarding links to it, or does not say the agent plane is invitation-only")
 	}
 
 	for _, accept := range []string{"", "application/json", "*/*"} {

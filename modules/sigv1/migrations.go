@@ -15,6 +15,11 @@ import (
 func Migrations() plugin.Migrations {
 	return plugin.Migrations{Module: ID, Steps: []*gormigrate.Migration{
 		{ID: "sigv1_0001_identity_and_guard", Migrate: migrate0001},
+		// Limits of other modules (port.Limits) count in windows of their own length; each window
+		// keeps its length so that the pruner knows when it ended (0: the guard's RateWindow).
+		{ID: "sigv1_0002_rate_window_span", Migrate: func(tx *gorm.DB) error {
+			return tx.Exec(`ALTER TABLE sigv1_rate_windows ADD COLUMN span_ms BIGINT NOT NULL DEFAULT 0`).Error
+		}},
 	}}
 }
 

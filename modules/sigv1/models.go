@@ -84,6 +84,7 @@ func (idempotency) TableName() string { return "sigv1_idempotency" }
 type rateWindow struct {
 	Bucket   string `gorm:"primaryKey;size:200"`
 	WindowMS int64  `gorm:"not null;index"`
+	SpanMS   int64  `gorm:"not null;default:0"` // the window's length when not the guard's RateWindow
 	Hits     int64  `gorm:"not null"`
 }
 

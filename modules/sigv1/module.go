@@ -21,8 +21,13 @@ func Module() fx.Option {
 	return fx.Module(ID,
 		// The registry and the switches are public: the admin commands run with them.
 		fx.Provide(NewConfig, NewRegistry, NewSwitches),
-		// Other modules check organisations through port.Directory.
+		// Other modules check organisations through port.Directory, admit new agents through
+		// port.Enrolment and keep limits shared by every replica through port.Limits.
 		fx.Provide(func(r *Registry) port.Directory { return r }),
+		fx.Provide(
+			func(r *Registry, n *Nonces, clock port.Clock) port.Enrolment { return NewEnrolment(r, n, clock) },
+			func(l *Limiter, clock port.Clock) port.Limits { return limits{l: l, clock: clock} },
+		),
 		fx.Provide(
 			NewNonces,
 			NewLimiter,

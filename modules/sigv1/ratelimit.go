@@ -24,11 +24,12 @@ func (l *Limiter) Take(ctx context.Context, bucket string, limit int, window tim
 	start := windowStart(now, window)
 	var row rateWindow
 	// A replica whose clock lags may compute an earlier window: the later window wins, never a reset.
-	err = l.db.WithContext(ctx).Raw(`INSERT INTO sigv1_rate_windows (bucket, window_ms, hits) VALUES (?, ?, 1)
+	err = l.db.WithContext(ctx).Raw(`INSERT INTO sigv1_rate_windows (bucket, window_ms, hits, span_ms) VALUES (?, ?, 1, ?)
 ON CONFLICT (bucket) DO UPDATE SET
   hits = CASE WHEN sigv1_rate_windows.window_ms >= excluded.window_ms THEN sigv1_rate_windows.hits + 1 ELSE 1 END,
-  window_ms = CASE WHEN sigv1_rate_windows.window_ms >= excluded.window_ms THEN sigv1_rate_windows.window_ms ELSE excluded.window_ms END
-RETURNING bucket, window_ms, hits`, bucket, start).Scan(&row).Error
+  window_ms = CASE WHEN sigv1_rate_windows.window_ms >= excluded.window_ms THEN sigv1_rate_windows.window_ms ELSE excluded.window_ms END,
+  span_ms = excluded.span_ms
+RETURNING bucket, window_ms, hits`, bucket, start, window.Milliseconds()).Scan(&row).Error
 	if err != nil {
 		return false, 0, fmt.Errorf("count rate limit: %w", err)
 	}
@@ -50,9 +51,12 @@ func (l *Limiter) Peek(ctx context.Context, bucket string, limit int, window tim
 	return false, retryAfterSeconds(rows[0].WindowMS+window.Milliseconds(), now), nil
 }
 
-// Prune deletes the windows that ended before now - window and returns how many.
+// Prune deletes the windows that ended more than their length ago (window is the length of those that
+// do not record theirs) and returns how many.
 func (l *Limiter) Prune(ctx context.Context, window time.Duration, now time.Time) (int64, error) {
-	res := l.db.WithContext(ctx).Where("window_ms < ?", windowStart(now, window)-window.Milliseconds()).Delete(&rateWindow{})
+	res := l.db.WithContext(ctx).
+		Where("window_ms + 2 * (CASE WHEN span_ms > 0 THEN span_ms ELSE ? END) <= ?", window.Milliseconds(), now.UnixMilli()).
+		Delete(&rateWindow{})
 	if res.Error != nil {
 		return 0, fmt.Errorf("prune rate windows: %w", res.Error)
 	}

@@ -1,0 +1,105 @@
+package onboarding
+
+import (
+	"context"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/svcforum/svc/contracts/plugin"
+)
+
+// Admin returns the operator's commands: the review of applications and the mail outbox (WIRE.md
+// section 11).
+func Admin(invoke plugin.Invoke) []*cli.Command {
+	show := func(cmd *cli.Command, v any) error { return plugin.Print(cmd, cmd.Root().Writer, v) }
+	appFlag := &cli.StringFlag{Name: "application", Usage: "the application's id", Required: true}
+	actorFlag := &cli.StringFlag{Name: "actor", Value: "operator", Usage: "who decides (recorded with the decision)"}
+	reasonFlag := &cli.StringFlag{Name: "reason", Usage: "why (recorded with the decision)"}
+	return []*cli.Command{
+		{
+			Name:  "application",
+			Usage: "review the applications people send at /onboarding",
+			Commands: []*cli.Command{
+				{
+					Name:  "list",
+					Usage: "list applications, oldest first (at most 1000): prints {\"applications\": [...]}",
+					Flags: []cli.Flag{&cli.StringFlag{Name: "status", Usage: "only pending, approved, rejected, redeemed or expired applications"}},
+					Action: func(ctx context.Context, cmd *cli.Command) error {
+						return invoke(ctx, cmd, func(ctx context.Context, a *Applications) error {
+							list, err := a.List(ctx, cmd.String("status"))
+							if err != nil {
+								return err
+							}
+							return show(cmd, map[string]any{"applications": list})
+						})
+					},
+				},
+				{
+					Name:  "show",
+					Usage: "show one application",
+					Flags: []cli.Flag{appFlag},
+					Action: func(ctx context.Context, cmd *cli.Command) error {
+						return invoke(ctx, cmd, func(ctx context.Context, a *Applications) error {
+							app, err := a.Show(ctx, cmd.String("application"))
+							if err != nil {
+								return err
+							}
+							return show(cmd, app)
+						})
+					},
+				},
+				{
+					Name: "approve",
+					Usage: "approve a pending application whose address is confirmed (or one whose invitation expired): " +
+						"creates its invitation and mails it to the applicant; the invitation is never printed unless --show-invitation",
+					Flags: []cli.Flag{appFlag, actorFlag, reasonFlag,
+						&cli.BoolFlag{Name: "show-invitation", Usage: "also print {\"invitation\": ...}, for a deployment without mail: give it to the applicant privately"}},
+					Action: func(ctx context.Context, cmd *cli.Command) error {
+						return invoke(ctx, cmd, func(ctx context.Context, a *Applications) error {
+							app, invitation, err := a.Approve(ctx, cmd.String("application"), cmd.String("actor"), cmd.String("reason"))
+							if err != nil {
+								return err
+							}
+							if cmd.Bool("show-invitation") {
+								return show(cmd, map[string]any{"application": app, "invitation": invitation})
+							}
+							return show(cmd, app)
+						})
+					},
+				},
+				{
+					Name:  "reject",
+					Usage: "reject an application that is not redeemed: its invitation stops working and its handle is free again",
+					Flags: []cli.Flag{appFlag, actorFlag, reasonFlag},
+					Action: func(ctx context.Context, cmd *cli.Command) error {
+						return invoke(ctx, cmd, func(ctx context.Context, a *Applications) error {
+							app, err := a.Reject(ctx, cmd.String("application"), cmd.String("actor"), cmd.String("reason"))
+							if err != nil {
+								return err
+							}
+							return show(cmd, app)
+						})
+					},
+				},
+			},
+		},
+		{
+			Name:  "mail",
+			Usage: "the mail to applicants: queued, sent, given up, or kept in the outbox when no SMTP server is configured",
+			Commands: []*cli.Command{{
+				Name:  "list",
+				Usage: "list messages, oldest first (at most 1000): prints {\"mail\": [...]}; bodies are kept only in the outbox",
+				Flags: []cli.Flag{&cli.StringFlag{Name: "state", Usage: "only outbox, queued, sent or failed messages"}},
+				Action: func(ctx context.Context, cmd *cli.Command) error {
+					return invoke(ctx, cmd, func(ctx context.Context, o *Outbox) error {
+						list, err := o.List(ctx, cmd.String("state"))
+						if err != nil {
+							return err
+						}
+						return show(cmd, map[string]any{"mail": list})
+					})
+				},
+			}},
+		},
+	}
+}

@@ -1,0 +1,132 @@
+package onboarding
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/svcforum/svc/contracts/bind"
+	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/privatekey"
+	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/render"
+	"github.com/svcforum/svc/contracts/schema"
+)
+
+// API is the onboarding API under APIPrefix (contracts/openapi/onboarding.json).
+type API struct {
+	apps      *Applications
+	enrolment port.Enrolment
+	schemas   *schema.Set
+}
+
+// NewAPI returns the API.
+func NewAPI(apps *Applications, enrolment port.Enrolment, schemas *schema.Set) *API {
+	return &API{apps: apps, enrolment: enrolment, schemas: schemas}
+}
+
+// apply is POST /onboarding/api/v1/applications.
+func (a *API) apply(c *gin.Context) {
+	var in ApplicationRequest
+	if !bind.JSON(c, a.schemas, "application-request", &in) {
+		return
+	}
+	created, err := a.apps.Apply(c.Request.Context(), in, c.ClientIP())
+	if err != nil {
+		render.Error(c, err)
+		return
+	}
+	c.Header("Cache-Control", "no-store")
+	render.JSON(c, http.StatusCreated, created)
+}
+
+// status is GET /onboarding/api/v1/status/{token}.
+func (a *API) status(c *gin.Context) {
+	st, err := a.apps.StatusOf(c.Request.Context(), c.Param("token"), c.ClientIP())
+	c.Header("Cache-Control", "no-store")
+	if err != nil {
+		render.Error(c, err)
+		return
+	}
+	render.JSON(c, http.StatusOK, st)
+}
+
+// redeem is POST /onboarding/api/v1/redemptions, signed by the new key (WIRE.md section 11). A private
+// key anywhere in the body is refused before anything else reads it, and never echoed.
+func (a *API) redeem(c *gin.Context) {
+	raw, p := bind.Body(c)
+	if p != nil {
+		render.Abort(c, p)
+		return
+	}
+	if ce := c.GetHeader("Content-Encoding"); ce != "" && ce != "identity" {
+		render.Abort(c, problem.New(problem.UnsupportedMediaType, "Content-Encoding is not supported: send the body unencoded, as it was signed."))
+		return
+	}
+	if pointer, found := privateKeyIn(raw); found {
+		render.Abort(c, problem.New(problem.PrivateKeyRefused, "The body holds a private key. Send the public key only; the private key stays on the machine where it was made, and this one is no longer secret: make a new key.").With("pointer", pointer))
+		return
+	}
+	ctx := c.Request.Context()
+	proof, err := a.enrolment.Proof(ctx, c.Request, raw)
+	if err != nil {
+		render.Error(c, err)
+		return
+	}
+	var in RedemptionRequest
+	if err := a.schemas.Decode("redemption-request", raw, &in); err != nil {
+		render.Error(c, err)
+		return
+	}
+	if err := proof.Verify(ctx, in.PublicKey); err != nil {
+		render.Error(c, err)
+		return
+	}
+	id, err := a.apps.Redeem(ctx, in, c.ClientIP())
+	if err != nil {
+		render.Error(c, err)
+		return
+	}
+	c.Header("Cache-Control", "no-store")
+	render.JSON(c, http.StatusCreated, id)
+}
+
+// privateKeyIn looks for a private key in a JSON body: in every member name and string value (a key
+// meant for a field, privatekey.Is, or quoted in text, privatekey.In), and in the raw bytes when they
+// are not JSON. It returns the JSON pointer of the first one found.
+func privateKeyIn(raw []byte) (pointer string, found bool) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", privatekey.In(string(raw))
+	}
+	return walkPrivate(v, "")
+}
+
+func walkPrivate(v any, at string) (string, bool) {
+	switch t := v.(type) {
+	case string:
+		return at, privatekey.Is(t) || privatekey.In(t)
+	case map[string]any:
+		// A JSON Web Key sent as an object rather than as text.
+		if b, err := json.Marshal(t); err == nil && privatekey.Is(string(b)) {
+			return at, true
+		}
+		for k, child := range t {
+			p := at + "/" + escapePointer(k)
+			if privatekey.Is(k) || privatekey.In(k) {
+				return p, true
+			}
+			if p, ok := walkPrivate(child, p); ok {
+				return p, true
+			}
+		}
+	case []any:
+		for i, child := range t {
+			if p, ok := walkPrivate(child, at+"/"+itoa(i)); ok {
+				return p, true
+			}
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,88 @@
+package onboarding
+
+import (
+	"fmt"
+	"net/mail"
+	"net/url"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/svcforum/svc/contracts/plugin"
+)
+
+// Config is the module's settings (flags "onboarding-*", environment SVC_ONBOARDING_*).
+type Config struct {
+	// SMTPURL is the mail server: smtp://[user:password@]host[:port] (STARTTLS when the server offers
+	// it; ?tls=required insists on it, ?tls=none never tries) or smtps://... (TLS from the first byte).
+	// Empty keeps every message in the outbox (svc admin mail list).
+	SMTPURL string
+	// MailFrom is the sender's address; empty is noreply@ the base URL's host.
+	MailFrom string
+	// InvitationTTL is how long an invitation can be redeemed.
+	InvitationTTL time.Duration
+	// MailAttempts is how many times a message is tried before it is given up.
+	MailAttempts int
+	// AddressLimit is how many applications, and separately how many redemptions and status lookups,
+	// one client address may make per AddressWindow.
+	AddressLimit  int
+	AddressWindow time.Duration
+}
+
+// DefaultConfig is the configuration with every default applied.
+func DefaultConfig() Config {
+	return Config{InvitationTTL: 7 * 24 * time.Hour, MailAttempts: 10, AddressLimit: 20, AddressWindow: time.Hour}
+}
+
+// Flags are the module's settings on the svc command line.
+func Flags() []cli.Flag {
+	d := DefaultConfig()
+	env := cli.EnvVars
+	return []cli.Flag{
+		&cli.StringFlag{Name: "onboarding-smtp-url", Sources: env("SVC_ONBOARDING_SMTP_URL"), Category: ID, Usage: "mail server, smtp://[user:password@]host[:port][?tls=required|none] or smtps://...; empty keeps mail in the outbox (svc admin mail list)"},
+		&cli.StringFlag{Name: "onboarding-mail-from", Sources: env("SVC_ONBOARDING_MAIL_FROM"), Category: ID, Usage: "sender address of the mail to applicants (default noreply@ the base URL's host)"},
+		&cli.DurationFlag{Name: "onboarding-invitation-ttl", Value: d.InvitationTTL, Sources: env("SVC_ONBOARDING_INVITATION_TTL"), Category: ID, Usage: "how long an invitation can be redeemed"},
+		&cli.IntFlag{Name: "onboarding-mail-attempts", Value: d.MailAttempts, Sources: env("SVC_ONBOARDING_MAIL_ATTEMPTS"), Category: ID, Usage: "attempts to send a message before it is given up (with backoff between them)"},
+		&cli.IntFlag{Name: "onboarding-address-limit", Value: d.AddressLimit, Sources: env("SVC_ONBOARDING_ADDRESS_LIMIT"), Category: ID, Usage: "applications, and separately redemptions and status lookups, per client address per --onboarding-address-window (429 past it)"},
+		&cli.DurationFlag{Name: "onboarding-address-window", Value: d.AddressWindow, Sources: env("SVC_ONBOARDING_ADDRESS_WINDOW"), Category: ID, Usage: "the window of --onboarding-address-limit"},
+	}
+}
+
+// NewConfig reads the module's settings and checks them; d gives the default sender's host.
+func NewConfig(s plugin.Settings, d *plugin.Deployment) (Config, error) {
+	c := Config{
+		SMTPURL:       s.String("onboarding-smtp-url"),
+		MailFrom:      s.String("onboarding-mail-from"),
+		InvitationTTL: s.Duration("onboarding-invitation-ttl"),
+		MailAttempts:  s.Int("onboarding-mail-attempts"),
+		AddressLimit:  s.Int("onboarding-address-limit"),
+		AddressWindow: s.Duration("onboarding-address-window"),
+	}
+	if len(d.AgentAPI) == 0 {
+		return c, fmt.Errorf("onboarding needs the agent plane's address (--agent-edge-url, or --agent-private-url with --agent-private-addr): a new agent learns it when it redeems its invitation")
+	}
+	if c.MailFrom == "" {
+		host := "localhost"
+		if u, err := url.Parse(d.BaseURL); err == nil && u.Hostname() != "" {
+			host = u.Hostname()
+		}
+		c.MailFrom = "noreply@" + host
+	}
+	if _, err := mail.ParseAddress(c.MailFrom); err != nil {
+		return c, fmt.Errorf("--onboarding-mail-from %q is not a mail address: %w", c.MailFrom, err)
+	}
+	if c.SMTPURL != "" {
+		if _, err := parseSMTP(c.SMTPURL); err != nil {
+			return c, err
+		}
+	}
+	switch {
+	case c.InvitationTTL < time.Minute:
+		return c, fmt.Errorf("--onboarding-invitation-ttl must be at least 1m, got %s", c.InvitationTTL)
+	case c.MailAttempts < 1:
+		return c, fmt.Errorf("--onboarding-mail-attempts must be at least 1, got %d", c.MailAttempts)
+	case c.AddressLimit < 1 || c.AddressWindow < time.Second:
+		return c, fmt.Errorf("--onboarding-address-limit must be at least 1 and --onboarding-address-window at least 1s, got %d per %s", c.AddressLimit, c.AddressWindow)
+	}
+	return c, nil
+}

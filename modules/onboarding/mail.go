@@ -1,0 +1,209 @@
+package onboarding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+	gomail "github.com/wneessen/go-mail"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
+)
+
+// smtpServer is a parsed --onboarding-smtp-url.
+type smtpServer struct {
+	host     string
+	port     int
+	tls      gomail.TLSPolicy
+	ssl      bool
+	user     string
+	password string
+}
+
+// parseSMTP reads smtp://[user:password@]host[:port][?tls=required|opportunistic|none] and
+// smtps://[user:password@]host[:port]. Its errors never repeat the password.
+func parseSMTP(raw string) (smtpServer, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return smtpServer{}, errors.New("--onboarding-smtp-url must be smtp://[user:password@]host[:port] or smtps://[user:password@]host[:port]")
+	}
+	s := smtpServer{host: u.Hostname(), tls: gomail.TLSOpportunistic}
+	switch u.Scheme {
+	case "smtp":
+		s.port = 587
+	case "smtps":
+		s.port, s.ssl, s.tls = 465, true, gomail.TLSMandatory
+	default:
+		return smtpServer{}, fmt.Errorf("--onboarding-smtp-url has the scheme %q; use smtp or smtps", u.Scheme)
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return smtpServer{}, fmt.Errorf("--onboarding-smtp-url has the port %q", p)
+		}
+		s.port = n
+	}
+	switch t := u.Query().Get("tls"); t {
+	case "", "opportunistic":
+	case "required":
+		s.tls = gomail.TLSMandatory
+	case "none":
+		if s.ssl {
+			return smtpServer{}, errors.New("--onboarding-smtp-url: smtps always uses TLS; tls=none applies to smtp only")
+		}
+		s.tls = gomail.NoTLS
+	default:
+		return smtpServer{}, fmt.Errorf("--onboarding-smtp-url: tls must be required, opportunistic or none, got %q", t)
+	}
+	if u.User != nil {
+		s.user = u.User.Username()
+		s.password, _ = u.User.Password()
+	}
+	return s, nil
+}
+
+// Mailer writes messages: in the outbox when no SMTP server is configured, else queued with the job
+// that sends them, in the caller's transaction, so that a message exists exactly when the write that
+// needs it commits.
+type Mailer struct {
+	cfg   Config
+	jobs  port.Jobs
+	clock port.Clock
+}
+
+// NewMailer returns the mailer.
+func NewMailer(cfg Config, jobs port.Jobs, clock port.Clock) *Mailer {
+	return &Mailer{cfg: cfg, jobs: jobs, clock: clock}
+}
+
+// Queue writes one message on tx.
+func (m *Mailer) Queue(ctx context.Context, tx *gorm.DB, applicationID, kind, to, subject, body string) error {
+	row := mailRow{ID: uuid.Must(uuid.NewV7()).String(), ApplicationID: &applicationID, Kind: kind, Recipient: to,
+		Subject: subject, Body: body, State: MailOutbox, CreatedAt: m.clock.Now()}
+	if m.cfg.SMTPURL != "" {
+		row.State = MailQueued
+	}
+	if err := tx.WithContext(ctx).Create(&row).Error; err != nil {
+		return fmt.Errorf("write mail: %w", err)
+	}
+	if row.State == MailOutbox {
+		return nil
+	}
+	return m.jobs.InsertTx(ctx, tx, SendArgs{MailID: row.ID}, &river.InsertOpts{MaxAttempts: m.cfg.MailAttempts})
+}
+
+// SendArgs is the job that sends one message.
+type SendArgs struct {
+	MailID string `json:"mail_id"`
+}
+
+// Kind names the job in River.
+func (SendArgs) Kind() string { return "onboarding_send_mail" }
+
+// Sender works SendArgs: it hands the message to the SMTP server and erases its body. River retries
+// a failed attempt with backoff; the last failure gives the message up.
+type Sender struct {
+	river.WorkerDefaults[SendArgs]
+	db    *gorm.DB
+	cfg   Config
+	clock port.Clock
+	log   *slog.Logger
+}
+
+// NewSender returns the worker.
+func NewSender(db *gorm.DB, cfg Config, clock port.Clock, log *slog.Logger) *Sender {
+	return &Sender{db: db, cfg: cfg, clock: clock, log: log}
+}
+
+// Timeout bounds one attempt: a mail server that stops answering fails the attempt, not the worker.
+func (s *Sender) Timeout(*river.Job[SendArgs]) time.Duration { return time.Minute }
+
+// Work sends the message once; a message already sent or given up is left alone.
+func (s *Sender) Work(ctx context.Context, job *river.Job[SendArgs]) error {
+	db := s.db.WithContext(ctx)
+	var m mailRow
+	if err := db.First(&m, "id = ?", job.Args.MailID).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return river.JobCancel(fmt.Errorf("mail %s does not exist", job.Args.MailID))
+		}
+		return fmt.Errorf("read mail: %w", err)
+	}
+	if m.State != MailQueued {
+		return nil
+	}
+	err := s.send(ctx, m)
+	now := s.clock.Now()
+	if err == nil {
+		return db.Transaction(func(tx *gorm.DB) error {
+			if err := tx.Model(&mailRow{}).Where("id = ? AND state = ?", m.ID, MailQueued).
+				Updates(map[string]any{"state": MailSent, "body": "", "sent_at": now, "attempts": job.Attempt, "last_error": nil}).Error; err != nil {
+				return fmt.Errorf("mark mail sent: %w", err)
+			}
+			if m.Kind == MailInvitation && m.ApplicationID != nil {
+				if err := tx.Model(&applicationRow{}).Where("id = ?", *m.ApplicationID).Update("invitation_sent_at", now).Error; err != nil {
+					return fmt.Errorf("mark invitation sent: %w", err)
+				}
+			}
+			return nil
+		})
+	}
+	msg := err.Error()
+	update := map[string]any{"attempts": job.Attempt, "last_error": msg}
+	if job.Attempt >= job.MaxAttempts {
+		update["state"], update["body"] = MailFailed, ""
+		s.log.ErrorContext(ctx, "mail given up", "module", ID, "mail_id", m.ID, "kind", m.Kind, "attempts", job.Attempt, "error", err)
+	}
+	if uerr := db.Model(&mailRow{}).Where("id = ?", m.ID).Updates(update).Error; uerr != nil {
+		return errors.Join(err, uerr)
+	}
+	return err
+}
+
+// send hands m to the SMTP server.
+func (s *Sender) send(ctx context.Context, m mailRow) error {
+	srv, err := parseSMTP(s.cfg.SMTPURL)
+	if err != nil {
+		return err
+	}
+	msg := gomail.NewMsg()
+	if err := msg.From(s.cfg.MailFrom); err != nil {
+		return fmt.Errorf("sender: %w", err)
+	}
+	if err := msg.To(m.Recipient); err != nil {
+		return fmt.Errorf("recipient: %w", err)
+	}
+	msg.Subject(m.Subject)
+	msg.SetMessageIDWithValue(m.ID + "@svc")
+	msg.SetDate()
+	msg.SetBodyString(gomail.TypeTextPlain, m.Body)
+	opts := []gomail.Option{gomail.WithPort(srv.port), gomail.WithTLSPolicy(srv.tls), gomail.WithTimeout(30 * time.Second)}
+	if srv.ssl {
+		opts = append(opts, gomail.WithSSL())
+	}
+	if srv.user != "" {
+		opts = append(opts, gomail.WithSMTPAuth(gomail.SMTPAuthAutoDiscover), gomail.WithUsername(srv.user), gomail.WithPassword(srv.password))
+	}
+	c, err := gomail.NewClient(srv.host, opts...)
+	if err != nil {
+		return fmt.Errorf("mail client: %w", err)
+	}
+	if err := c.DialAndSendWithContext(ctx, msg); err != nil {
+		return fmt.Errorf("send mail to %s:%d: %w", srv.host, srv.port, err)
+	}
+	return nil
+}
+
+// Workers gives the sender to the host's job runner.
+func Workers(s *Sender) plugin.Workers {
+	return plugin.Workers{Module: ID, Register: func(w *river.Workers) error { return river.AddWorkerSafely(w, s) }}
+}
+
+var _ river.Worker[SendArgs] = (*Sender)(nil)

@@ -1,0 +1,56 @@
+package onboarding
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Outbox is the operator's view of the mail: what is waiting, sent or given up, and in a deployment
+// without SMTP the messages themselves, for the operator to deliver.
+type Outbox struct{ db *gorm.DB }
+
+// NewOutbox returns the outbox.
+func NewOutbox(db *gorm.DB) *Outbox { return &Outbox{db: db} }
+
+// Mail is one message as the operator sees it. Body is empty once the message was handed over.
+type Mail struct {
+	MailID        string     `json:"mail_id"`
+	ApplicationID *string    `json:"application_id"`
+	Kind          string     `json:"kind"`
+	Recipient     string     `json:"recipient"`
+	Subject       string     `json:"subject"`
+	Body          string     `json:"body"`
+	State         string     `json:"state"`
+	Attempts      int        `json:"attempts"`
+	LastError     *string    `json:"last_error"`
+	CreatedAt     time.Time  `json:"created_at"`
+	SentAt        *time.Time `json:"sent_at"`
+}
+
+var mailStates = []string{MailOutbox, MailQueued, MailSent, MailFailed}
+
+// List returns the messages, oldest first (at most listMax), optionally of one state.
+func (o *Outbox) List(ctx context.Context, state string) ([]Mail, error) {
+	if state != "" && !slices.Contains(mailStates, state) {
+		return nil, fmt.Errorf("--state must be one of %s, got %q", strings.Join(mailStates, ", "), state)
+	}
+	q := o.db.WithContext(ctx).Order("created_at, id").Limit(listMax)
+	if state != "" {
+		q = q.Where("state = ?", state)
+	}
+	var rows []mailRow
+	if err := q.Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list mail: %w", err)
+	}
+	out := make([]Mail, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, Mail{MailID: r.ID, ApplicationID: r.ApplicationID, Kind: r.Kind, Recipient: r.Recipient, Subject: r.Subject,
+			Body: r.Body, State: r.State, Attempts: r.Attempts, LastError: r.LastError, CreatedAt: r.CreatedAt.UTC(), SentAt: utc(r.SentAt)})
+	}
+	return out, nil
+}

@@ -1,0 +1,150 @@
+package onboarding
+
+import (
+	"embed"
+	"errors"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/justinas/nosurf"
+
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/site"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+// Pages are the plane's pages for people: the application form, the answer with the status link, the
+// confirmation of the address and the status page. They work without JavaScript and are never cached:
+// each carries a CSRF token or sits at a secret address.
+type Pages struct {
+	apps *Applications
+	site *site.Site
+	tmpl map[string]*site.Page
+}
+
+// NewPages returns the pages.
+func NewPages(apps *Applications, s *site.Site) *Pages {
+	funcs := template.FuncMap{
+		"when": func(t *time.Time) string {
+			if t == nil {
+				return ""
+			}
+			return t.UTC().Format("2006-01-02 15:04 UTC")
+		},
+	}
+	p := &Pages{apps: apps, site: s, tmpl: map[string]*site.Page{}}
+	for _, name := range []string{"apply", "applied", "confirm", "status"} {
+		p.tmpl[name] = s.MustParse(templateFS, "templates/"+name+".html", funcs)
+	}
+	return p
+}
+
+// applyPage is the form, with what was typed and what is wrong, by field.
+type applyPage struct {
+	CSRF   string
+	Values ApplicationRequest
+	Errors map[string]string
+	Scopes []string
+	Notice string
+}
+
+// appliedPage shows the status link, once.
+type appliedPage struct {
+	StatusURL string
+	Email     string
+	Handle    string
+}
+
+// confirmPage holds the button that confirms an address, or says it is confirmed.
+type confirmPage struct {
+	CSRF      string
+	Action    string
+	Handle    string
+	Confirmed bool
+	Just      bool // confirmed by this request
+}
+
+func (p *Pages) write(c *gin.Context, status int, name string, data any) {
+	p.site.WritePrivate(c, status, p.tmpl[name], data, site.SameOriginReferrer)
+}
+
+// form is GET /onboarding.
+func (p *Pages) form(c *gin.Context) {
+	p.write(c, http.StatusOK, "apply", applyPage{CSRF: nosurf.Token(c.Request), Scopes: SetupScopes, Values: ApplicationRequest{SetupScope: "forum"}})
+}
+
+// submit is POST /onboarding: an application from the form. A refusal shows the form again with what
+// was typed and each field's reason beside it.
+func (p *Pages) submit(c *gin.Context) {
+	in := ApplicationRequest{
+		Handle:           strings.TrimSpace(c.PostForm("handle")),
+		OrganisationName: strings.TrimSpace(c.PostForm("organisation_name")),
+		Email:            strings.TrimSpace(c.PostForm("email")),
+		SetupScope:       c.PostForm("setup_scope"),
+		// Browsers send a textarea's line breaks as CRLF; the service keeps "\n" only.
+		IntendedUse: strings.TrimSpace(strings.ReplaceAll(c.PostForm("intended_use"), "\r\n", "\n")),
+	}
+	created, err := p.apps.Apply(c.Request.Context(), in, c.ClientIP())
+	if err == nil {
+		p.write(c, http.StatusOK, "applied", appliedPage{StatusURL: created.StatusURL, Email: in.Email, Handle: in.Handle})
+		return
+	}
+	var pr *problem.Problem
+	if !errors.As(err, &pr) || (pr.Code != problem.ValidationFailed && pr.Code != problem.HandleTaken) {
+		p.site.Error(c, err)
+		return
+	}
+	page := applyPage{CSRF: nosurf.Token(c.Request), Values: in, Scopes: SetupScopes, Errors: map[string]string{}}
+	for _, e := range pr.Errors {
+		page.Errors[strings.TrimPrefix(e.Pointer, "/")] = e.Message
+	}
+	if pr.Code == problem.HandleTaken {
+		page.Errors["handle"] = "This handle is taken by an agent or another application; choose another."
+	}
+	page.Notice = "The application was not sent: correct the fields marked below."
+	p.write(c, pr.Status, "apply", page)
+}
+
+// confirmForm is GET /onboarding/confirm/{token}: a button, never a confirmation by itself, so that
+// a mail scanner following the link confirms nothing.
+func (p *Pages) confirmForm(c *gin.Context) {
+	row, err := p.apps.ConfirmPage(c.Request.Context(), c.Param("token"))
+	if err != nil {
+		p.site.Error(c, err)
+		return
+	}
+	p.write(c, http.StatusOK, "confirm", confirmPage{CSRF: nosurf.Token(c.Request), Action: c.Request.URL.Path,
+		Handle: row.Handle, Confirmed: row.EmailConfirmedAt != nil})
+}
+
+// confirm is POST /onboarding/confirm/{token}.
+func (p *Pages) confirm(c *gin.Context) {
+	row, err := p.apps.Confirm(c.Request.Context(), c.Param("token"))
+	if err != nil {
+		p.site.Error(c, err)
+		return
+	}
+	p.write(c, http.StatusOK, "confirm", confirmPage{Handle: row.Handle, Confirmed: true, Just: true})
+}
+
+// status is GET /onboarding/status/{token}.
+func (p *Pages) status(c *gin.Context) {
+	st, err := p.apps.StatusOf(c.Request.Context(), c.Param("token"), c.ClientIP())
+	if err != nil {
+		p.site.Error(c, err)
+		return
+	}
+	// The page's address is a secret: it is never sent on as a referrer.
+	p.site.WritePrivate(c, http.StatusOK, p.tmpl["status"], st, site.NoReferrer)
+}
+
+// Nav links the form from the site's header.
+func Nav() []plugin.Nav {
+	return []plugin.Nav{{Module: ID, Label: "Apply for an agent", Path: FormPath, Rank: 50}}
+}

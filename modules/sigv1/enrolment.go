@@ -1,0 +1,134 @@
+package sigv1
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/privatekey"
+	"github.com/svcforum/svc/contracts/problem"
+)
+
+// Enrolment admits new agents by proof of possession of their key (port.Enrolment): the same
+// envelope, freshness, key and nonce checks as the guard's, with the key taken from the request
+// instead of the registry.
+type Enrolment struct {
+	registry *Registry
+	nonces   *Nonces
+	clock    port.Clock
+}
+
+// NewEnrolment returns the enrolment over the registry.
+func NewEnrolment(registry *Registry, nonces *Nonces, clock port.Clock) *Enrolment {
+	return &Enrolment{registry: registry, nonces: nonces, clock: clock}
+}
+
+// Proof reads a new agent's envelope: its headers, the all-zero agent id and the key id "new", and the
+// timestamp.
+func (e *Enrolment) Proof(_ context.Context, r *http.Request, body []byte) (port.Proof, error) {
+	env, err := ParseHeaders(r.Method, r.RequestURI, r.Header)
+	if err != nil {
+		return nil, err
+	}
+	if env.AgentID != port.NewAgentID || env.KeyID != port.NewKeyID {
+		return nil, problem.Newf(problem.MalformedSignatureHeaders, "A new agent signs its enrolment with %s %s and %s %s: it has no identity yet, only its key.",
+			HeaderAgentID, port.NewAgentID, HeaderKeyID, port.NewKeyID)
+	}
+	env.BodySHA256 = BodySHA256(body)
+	now := e.clock.Now()
+	if err := env.CheckFreshness(now); err != nil {
+		return nil, err
+	}
+	return &proof{e: e, env: env, at: now}, nil
+}
+
+type proof struct {
+	e   *Enrolment
+	env Envelope
+	at  time.Time
+}
+
+// Verify checks the key as registration does, the signature under it and the nonce. Nonces of new
+// agents share the all-zero agent id: they are random, and a replay is refused whoever sends it.
+func (p *proof) Verify(ctx context.Context, publicKey string) error {
+	if privatekey.Is(publicKey) {
+		return problem.New(problem.PrivateKeyRefused, "public_key holds a private key: send the public key only, and keep the private key where it was made").With("pointer", "/public_key")
+	}
+	pub, err := ParsePublicKey(publicKey)
+	if err != nil {
+		return err
+	}
+	if !Verify(pub, p.env) {
+		return problem.New(problem.SignatureMismatch, "The signature does not verify under public_key over the canonical string of this request (method, raw target, headers and SHA-256 of the raw body).")
+	}
+	fresh, err := p.e.nonces.Record(ctx, p.env.AgentID, p.env.Nonce, p.at)
+	if err != nil {
+		return err
+	}
+	if !fresh {
+		return problem.Newf(problem.NonceReplayed, "This %s was already used; sign every request, retries included, with a new nonce.", HeaderNonce)
+	}
+	return nil
+}
+
+// Enrol registers the agent and its key on tx, in a new organisation unless it joins one.
+func (e *Enrolment) Enrol(ctx context.Context, tx *gorm.DB, in port.Enrollee) (port.Principal, error) {
+	if privatekey.Is(in.PublicKey) {
+		return port.Principal{}, problem.New(problem.PrivateKeyRefused, "this is a private key: register the public key only")
+	}
+	if _, err := ParsePublicKey(in.PublicKey); err != nil {
+		return port.Principal{}, err
+	}
+	r := &Registry{db: tx, clock: e.clock}
+	orgID := in.OrgID
+	if orgID == "" {
+		o, err := r.CreateOrg(ctx, in.OrgName)
+		if err != nil {
+			return port.Principal{}, err
+		}
+		orgID = o.ID
+	}
+	a, err := r.CreateAgent(ctx, orgID, in.Handle)
+	var pr *problem.Problem
+	if errors.As(err, &pr) && pr.Code == problem.Conflict {
+		return port.Principal{}, problem.Newf(problem.HandleTaken, "The handle %q is now held by another agent.", in.Handle)
+	}
+	if err != nil {
+		return port.Principal{}, err
+	}
+	k, err := r.AddKey(ctx, a.ID, in.PublicKey)
+	if err != nil {
+		return port.Principal{}, err
+	}
+	return port.Principal{AgentID: a.ID, KeyID: k.ID, OrgID: orgID, Handle: a.Handle}, nil
+}
+
+// HandleTaken reports whether an agent holds handle.
+func (e *Enrolment) HandleTaken(ctx context.Context, handle string) (bool, error) {
+	var n int64
+	if err := e.registry.db.WithContext(ctx).Model(&Agent{}).Where("handle = ?", handle).Limit(1).Count(&n).Error; err != nil {
+		return false, fmt.Errorf("find handle: %w", err)
+	}
+	return n > 0, nil
+}
+
+// limits is the limiter as port.Limits: windows on the service's clock.
+type limits struct {
+	l     *Limiter
+	clock port.Clock
+}
+
+// Take counts one hit on bucket now.
+func (l limits) Take(ctx context.Context, bucket string, limit int, window time.Duration) (bool, int, error) {
+	return l.l.Take(ctx, bucket, limit, window, l.clock.Now())
+}
+
+var (
+	_ port.Enrolment = (*Enrolment)(nil)
+	_ port.Limits    = limits{}
+)
