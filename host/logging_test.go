@@ -94,6 +94,21 @@ func TestAccessLog(t *testing.T) {
 		t.Fatalf("access log line: %v", line)
 	}
 
+	// A secret in the path (a status link's token) is never written.
+	secret := strings.Repeat("s3cr3t", 7) + "x"
+	res, err := http.Get(r.url(ListenerPublic, "/onboarding/status/"+secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	line = lines.find(t, func(m map[string]any) bool { return m["route"] == "/onboarding/status/:token" })
+	lines.mu.Lock()
+	leaked := strings.Contains(lines.buf.String(), secret)
+	lines.mu.Unlock()
+	if line["path"] != "/onboarding/status/(secret)" || leaked {
+		t.Fatalf("a secret path: %v", line)
+	}
+
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	slowReq, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.url(ListenerPublic, "/test/slow"), nil)

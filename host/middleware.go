@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -70,7 +71,7 @@ func observe(listener string, log *slog.Logger, m *httpMetrics) gin.HandlerFunc 
 			slog.String("listener", listener),
 			slog.String("method", c.Request.Method),
 			slog.String("route", route),
-			slog.String("path", c.Request.URL.Path),
+			slog.String("path", loggedPath(c)),
 			slog.Int("status", status),
 			slog.Int("bytes", c.Writer.Size()),
 			slog.Duration("took", took),
@@ -88,6 +89,19 @@ func observe(listener string, log *slog.Logger, m *httpMetrics) gin.HandlerFunc 
 		}
 		log.LogAttrs(c.Request.Context(), level, "request", attrs...)
 	}
+}
+
+// SecretParam is the name of a route parameter that holds a secret (a status or confirmation link's
+// token): the access log writes the route's other parameters but never its value.
+const SecretParam = "token"
+
+// loggedPath is the request's path as the access log writes it: with the value of SecretParam replaced.
+func loggedPath(c *gin.Context) string {
+	path := c.Request.URL.Path
+	if v := c.Param(SecretParam); v != "" {
+		path = strings.Replace(path, v, "(secret)", 1)
+	}
+	return path
 }
 
 // metricMethod bounds the method label: a client inventing methods must not invent metric series.
