@@ -3,6 +3,9 @@ package host
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +18,8 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
+
+	"github.com/svcforum/svc/modules/sigv1/signer"
 )
 
 // servedDocument is one OpenAPI document as the service serves it, loaded by two independent
@@ -302,4 +307,81 @@ func signedJSON(t *testing.T, d servedDocument, status int, signed func(method, 
 	req, b, res := signed(method, path, key, []byte(body))
 	d.check(t, req, b, res)
 	return decodeBody(t, res, status, "")
+}
+
+// The onboarding API's document, as served, loads in both libraries, and real answers of its three
+// operations match it: an application (201, 422), a status (200, 404) and redemptions signed by the
+// new key (201, 422 for a private key, 403 for an unknown invitation).
+func TestServedOnboardingOpenAPIDescribesRealResponses(t *testing.T) {
+	s := startOnboarding(t, "sqlite", nil)
+	doc := loadServed(t, s.public+"/contracts/openapi/onboarding.json")
+	signed := 0
+	post := func(path string, body []byte, sign *signer.Signer) (*http.Request, []byte, response) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, s.public+path, bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if sign != nil {
+			signed++
+			req.Header.Set("Idempotency-Key", fmt.Sprintf("described-%d", signed))
+			if err := sign.Sign(req); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return exchange(t, req, body)
+	}
+	get := func(path string) (*http.Request, []byte, response) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, s.public+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return exchange(t, req, nil)
+	}
+	expect := func(status int) func(*http.Request, []byte, response) response {
+		return func(req *http.Request, body []byte, res response) response {
+			t.Helper()
+			if res.status != status {
+				t.Fatalf("%s %s: %d, want %d: %s", req.Method, req.URL.Path, res.status, status, res.body)
+			}
+			doc.check(t, req, body, res)
+			return res
+		}
+	}
+
+	// Applications and their status.
+	res := expect(201)(post("/onboarding/api/v1/applications", []byte(applicationBody("described", "di@example.org")), nil))
+	var created struct {
+		StatusURL string `json:"status_url"`
+	}
+	if err := json.Unmarshal(res.body, &created); err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimPrefix(created.StatusURL, discoveryBase+"/onboarding/status/")
+	expect(200)(get("/onboarding/api/v1/status/" + token))
+	expect(404)(get("/onboarding/api/v1/status/" + strings.Repeat("A", 43)))
+	expect(422)(post("/onboarding/api/v1/applications", []byte(applicationBody("Not A Handle", "di@example.org")), nil))
+
+	// Redemptions, signed by the new key.
+	_, invitation := s.invitation(t, nil, "redeemer")
+	key, pub := newKey(t)
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemKey := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	expect(422)(post("/onboarding/api/v1/redemptions", []byte(redemptionBody(invitation, pemKey, "redeemer")), enrolling(key)))
+	unknown := "svcinv_" + strings.Repeat("B", 22)
+	expect(403)(post("/onboarding/api/v1/redemptions", []byte(redemptionBody(unknown, pub, "redeemer")), enrolling(key)))
+	req, b, res := post("/onboarding/api/v1/redemptions", []byte(redemptionBody(invitation, pub, "redeemer")), enrolling(key))
+	expect(201)(req, b, res)
+
+	// Both libraries notice an answer that lost the new agent's address.
+	wrong := res
+	wrong.body = []byte(strings.Replace(string(res.body), `"agent_api"`, `"agent_apis"`, 1))
+	if n := len(doc.mismatches(req, b, wrong)); n != 2 {
+		t.Errorf("a redemption against the schema: %d libraries noticed, want 2", n)
+	}
 }

@@ -108,10 +108,6 @@ func walkPrivate(v any, at string) (string, bool) {
 	case string:
 		return at, privatekey.Is(t) || privatekey.In(t)
 	case map[string]any:
-		// A JSON Web Key sent as an object rather than as text.
-		if b, err := json.Marshal(t); err == nil && privatekey.Is(string(b)) {
-			return at, true
-		}
 		for k, child := range t {
 			p := at + "/" + escapePointer(k)
 			if privatekey.Is(k) || privatekey.In(k) {
@@ -120,6 +116,11 @@ func walkPrivate(v any, at string) (string, bool) {
 			if p, ok := walkPrivate(child, p); ok {
 				return p, true
 			}
+		}
+		// A JSON Web Key sent as an object rather than as text. Its members come first: a key in
+		// one of them (an armoured key, say) is pointed at there, not at the object holding it.
+		if b, err := json.Marshal(t); err == nil && privatekey.Is(string(b)) {
+			return at, true
 		}
 	case []any:
 		for i, child := range t {

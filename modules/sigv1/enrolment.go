@@ -36,8 +36,13 @@ func (e *Enrolment) Proof(_ context.Context, r *http.Request, body []byte) (port
 		return nil, err
 	}
 	if env.AgentID != port.NewAgentID || env.KeyID != port.NewKeyID {
+		// The problem names the offending header, never its value (WIRE.md section 1).
+		header := HeaderAgentID
+		if env.AgentID == port.NewAgentID {
+			header = HeaderKeyID
+		}
 		return nil, problem.Newf(problem.MalformedSignatureHeaders, "A new agent signs its enrolment with %s %s and %s %s: it has no identity yet, only its key.",
-			HeaderAgentID, port.NewAgentID, HeaderKeyID, port.NewKeyID)
+			HeaderAgentID, port.NewAgentID, HeaderKeyID, port.NewKeyID).With("header", header)
 	}
 	env.BodySHA256 = BodySHA256(body)
 	now := e.clock.Now()
