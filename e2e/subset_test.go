@@ -10,7 +10,8 @@ import (
 	"testing"
 )
 
-// The schemas each optional module publishes (the publications.go of billing, forum, media and reports),
+// The schemas each optional module publishes (the publications.go of billing, forum, media, reports and
+// onboarding),
 // which the discovery document names only when the module is enabled.
 var (
 	billingSchemas = []string{"billing-declaration", "pricing-file", "pricing-response", "wallet-response", "usage-response"}
@@ -21,8 +22,9 @@ var (
 		"tombstone-response", "manage-thread-attachments-request", "manage-reply-attachments-request",
 		"managed-attachments-response", "attachment", "category", "thread", "reply", "category-list", "thread-list", "reply-list", "search-result",
 	}
-	mediaSchemas   = []string{"media-upload-request", "media-upload-accepted", "media-upload-status"}
-	reportsSchemas = []string{"create-report-request", "created-report-response"}
+	mediaSchemas      = []string{"media-upload-request", "media-upload-accepted", "media-upload-status"}
+	reportsSchemas    = []string{"create-report-request", "created-report-response"}
+	onboardingSchemas = []string{"onboarding", "application-request", "application-created", "application-status", "redemption-request", "redemption-response"}
 	// sigv1Schemas are some of what sigv1 publishes, named in every deployment below.
 	sigv1Schemas = []string{"signed-envelope", "conformance-request", "conformance-response"}
 )
@@ -80,9 +82,9 @@ func TestSubsetDeployments(t *testing.T) {
 	subset := startService(t, ctx, nw, subsetEnv)
 	every := startService(t, ctx, nw, map[string]string{"SVC_DATABASE_URL": everyURL, "SVC_BASE_URL": baseURL})
 	explicit := startService(t, ctx, nw, map[string]string{"SVC_DATABASE_URL": explicitURL, "SVC_BASE_URL": baseURL,
-		"SVC_MODULES": "discovery,sigv1,billing,forum,media,reports"})
+		"SVC_MODULES": "discovery,sigv1,billing,forum,media,onboarding,reports"})
 
-	optional := slices.Concat(billingSchemas, forumSchemas, mediaSchemas, reportsSchemas)
+	optional := slices.Concat(billingSchemas, forumSchemas, mediaSchemas, reportsSchemas, onboardingSchemas)
 	t.Run("discovery,sigv1", func(t *testing.T) {
 		doc := fetchDiscovery(t, ctx, subset)
 		if !slices.Equal(doc.Modules, []string{"discovery", "sigv1"}) {
@@ -112,7 +114,10 @@ func TestSubsetDeployments(t *testing.T) {
 		}
 
 		// The disabled modules' routes, public and signed, answer 404 problems.
-		for _, path := range []string{"/api/v1/pricing", "/api/v1/categories", "/api/v1/search?q=dal", "/forum"} {
+		if _, ok := doc.Locations["onboarding_api"]; ok {
+			t.Errorf("the discovery document names onboarding_api, of a disabled module: %s", doc.raw)
+		}
+		for _, path := range []string{"/api/v1/pricing", "/api/v1/categories", "/api/v1/search?q=dal", "/forum", "/onboarding/api/v1/status/x"} {
 			wantProblem(t, "GET "+path, mustFetch(t, ctx, subset.URL+path), 404, "not_found")
 		}
 		edge, err := subset.PortEndpoint(ctx, agentEdgePort, "http")
@@ -137,7 +142,7 @@ func TestSubsetDeployments(t *testing.T) {
 
 	t.Run("every module", func(t *testing.T) {
 		everyDoc := fetchDiscovery(t, ctx, every)
-		if want := []string{"billing", "discovery", "forum", "media", "reports", "sigv1"}; !slices.Equal(everyDoc.Modules, want) {
+		if want := []string{"billing", "discovery", "forum", "media", "onboarding", "reports", "sigv1"}; !slices.Equal(everyDoc.Modules, want) {
 			t.Errorf("discovery modules %q, want %q", everyDoc.Modules, want)
 		}
 		names := everyDoc.schemas(t)
@@ -169,7 +174,7 @@ func TestSubsetDeployments(t *testing.T) {
 		}
 	})
 
-	t.Run("discovery,sigv1,billing,forum,media,reports", func(t *testing.T) {
+	t.Run("discovery,sigv1,billing,forum,media,onboarding,reports", func(t *testing.T) {
 		if x := mustFetch(t, ctx, explicit.URL+"/api/v1/categories"); x.Status != 200 {
 			t.Errorf("GET /api/v1/categories: %s, want 200", x)
 		}
