@@ -4,15 +4,20 @@
 package database
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 )
@@ -112,7 +117,8 @@ func Open(url string, o Options) (*gorm.DB, error) {
 	var dial gorm.Dialector
 	switch dialect {
 	case Postgres:
-		dial = postgres.New(postgres.Config{DSN: withServerTimeouts(withConnectTimeout(dsn), o.Timeout)})
+		dial = postgres.New(postgres.Config{DSN: withServerTimeouts(withConnectTimeout(dsn), o.Timeout),
+			OptionOpenDB: []stdlib.OptionOpenDB{stdlib.OptionBeforeConnect(reportStreamEnd)}})
 	case SQLite:
 		if dir := filepath.Dir(dsn); dir != "" {
 			if err := os.MkdirAll(dir, 0o750); err != nil {
@@ -140,6 +146,43 @@ func Open(url string, o Options) (*gorm.DB, error) {
 	sqlDB.SetConnMaxLifetime(o.ConnMaxLifetime)
 	sqlDB.SetConnMaxIdleTime(o.ConnMaxIdleTime)
 	return db, nil
+}
+
+// reportStreamEnd makes a PostgreSQL connection report the server ending its stream as the network
+// error it is. The driver reports it as a bare io.ErrUnexpectedEOF when a query was waiting for its
+// answer (a server killed, or its host gone: no FATAL message, the stream just ends), which says
+// nothing of where it came from, so a request failing so was answered 500 instead of 503 not_ready.
+func reportStreamEnd(_ context.Context, cfg *pgx.ConnConfig) error {
+	dial := cfg.DialFunc
+	if dial == nil {
+		return nil
+	}
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return streamEndConn{Conn: c, network: network}, nil
+	}
+	return nil
+}
+
+// errStreamEnded is why a read from the database failed when the server ended the stream. It does not
+// wrap io.EOF, which database/sql and the driver take for the clean end of rows.
+var errStreamEnded = errors.New("the database server closed the connection")
+
+// streamEndConn is a connection whose reads fail with a *net.OpError where the server ended the stream.
+type streamEndConn struct {
+	net.Conn
+	network string
+}
+
+func (c streamEndConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err == io.EOF {
+		err = &net.OpError{Op: "read", Net: c.network, Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: errStreamEnded}
+	}
+	return n, err
 }
 
 // Dialect names the dialect of an open database.

@@ -161,14 +161,75 @@ func show(t *testing.T, db *gorm.DB, name string) string {
 	return v
 }
 
+// A connection whose stream ends while a query waits for its answer, without a word from the server
+// (PostgreSQL killed with SIGKILL, or its host gone), fails the write transaction with an error
+// answered 503, not 500: the driver alone would report a bare io.ErrUnexpectedEOF, which says nothing
+// of where it came from.
+func TestConnectionEndedWithoutAnswer(t *testing.T) {
+	u := dbtest.URL(t, database.Postgres)
+	target, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newFreezer(t, target.Host)
+	target.Host = p.addr
+	db := open(t, target.String(), database.Options{Timeout: 30 * time.Second, MaxOpenConns: 1})
+	direct := open(t, u, database.Options{})
+
+	done := make(chan error, 1)
+	go func() {
+		done <- db.Transaction(func(tx *gorm.DB) error {
+			var n int
+			return tx.Raw("SELECT 1 FROM pg_sleep(3)").Scan(&n).Error
+		})
+	}()
+	// Once the server sleeps in the query (not merely parses it), the driver waits for its answer: end
+	// the stream then.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var sleeping int64
+		if err := direct.Raw("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'").Scan(&sleeping).Error; err != nil {
+			t.Fatal(err)
+		}
+		if sleeping > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the query did not start within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.sever()
+	select {
+	case err := <-done:
+		if err == nil || !render.Unavailable(err) {
+			t.Fatalf("a transaction whose connection ended without an answer: %v, want an error answered 503", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a transaction whose connection ended still runs after 10 s")
+	}
+}
+
 // freezer is a TCP proxy to a database that can stop forwarding in both directions, its connections
-// left open: the database, as its clients see it, stops answering.
+// left open: the database, as its clients see it, stops answering. It can also end its clients'
+// connections (sever), as a database that dies without a word does.
 type freezer struct {
-	addr   string
-	target string
-	gate   sync.RWMutex // held for writing while frozen; each forwarded chunk holds it for reading
-	mu     sync.Mutex
-	frozen bool
+	addr    string
+	target  string
+	gate    sync.RWMutex // held for writing while frozen; each forwarded chunk holds it for reading
+	mu      sync.Mutex
+	frozen  bool
+	closed  bool // the test ended: no more connections
+	clients map[net.Conn]bool
+}
+
+// sever closes every client connection: each client sees its stream end (a FIN, no error message).
+func (f *freezer) sever() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c := range f.clients {
+		_ = c.Close()
+	}
 }
 
 func newFreezer(t *testing.T, target string) *freezer {
@@ -179,14 +240,33 @@ func newFreezer(t *testing.T, target string) *freezer {
 	}
 	f := &freezer{addr: ln.Addr().String(), target: target}
 	var conns sync.WaitGroup
-	t.Cleanup(func() { f.thaw(); ln.Close(); conns.Wait() })
+	t.Cleanup(func() {
+		f.thaw()
+		// A connection accepted from now on is not forwarded: conns.Add must not race conns.Wait.
+		f.mu.Lock()
+		f.closed = true
+		f.mu.Unlock()
+		ln.Close()
+		conns.Wait()
+	})
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			conns.Go(func() { f.forward(t.Context(), c) })
+			f.mu.Lock()
+			if f.closed {
+				f.mu.Unlock()
+				c.Close()
+				return
+			}
+			conns.Add(1)
+			f.mu.Unlock()
+			go func() {
+				defer conns.Done()
+				f.forward(t.Context(), c)
+			}()
 		}
 	}()
 	return f
@@ -212,6 +292,17 @@ func (f *freezer) thaw() {
 
 func (f *freezer) forward(ctx context.Context, client net.Conn) {
 	defer client.Close()
+	f.mu.Lock()
+	if f.clients == nil {
+		f.clients = map[net.Conn]bool{}
+	}
+	f.clients[client] = true
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		delete(f.clients, client)
+		f.mu.Unlock()
+	}()
 	var d net.Dialer
 	server, err := d.DialContext(ctx, "tcp", f.target)
 	if err != nil {

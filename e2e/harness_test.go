@@ -132,7 +132,13 @@ func sweep() (leftovers bool) {
 // images are there.
 func begin(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	return beginWithin(t, testTimeout)
+}
+
+// beginWithin is begin for a test whose own waits need more than testTimeout.
+func beginWithin(t *testing.T, timeout time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	t.Cleanup(cancel)
 	requireImage(t, ctx, serviceImage())
 	requireImage(t, ctx, postgresImage())

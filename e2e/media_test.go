@@ -20,6 +20,14 @@ import (
 
 const mediaBilling = `"billing":{"pricing_version":"2026-11","max_credit_cost":20}`
 
+// mediaTimeout bounds TestScenarioMediaOnS3AcrossReplicas. After its worker is killed, a job is rescued
+// only by the leader's rescuer, which runs every 30 s (River's default) and takes a job once it has run
+// longer than SVC_JOBS_RESCUE_AFTER (25 s); when the killed replica was the leader, the survivor takes
+// over only after the leadership's 15 s lease ends. The rescue and the job's second run alone may take
+// over a minute (measured: 30 to 52 s from the kill to ready, with two busy cores): the 3 minutes given
+// to awaitUpload allow it, testTimeout after provisioning and the first story does not always.
+const mediaTimeout = 4 * time.Minute
+
 // uploadRequest is a signed multipart upload of file by id to base.
 func uploadRequest(t *testing.T, ctx context.Context, id agentIdentity, base, key string, file []byte) *http.Request {
 	t.Helper()
@@ -64,7 +72,7 @@ func awaitUpload(t *testing.T, ctx context.Context, id agentIdentity, base, asse
 // original gone. Every step is charged once.
 func TestScenarioMediaOnS3AcrossReplicas(t *testing.T) {
 	t.Parallel()
-	ctx := begin(t)
+	ctx := beginWithin(t, mediaTimeout)
 	nw := newNetwork(t, ctx)
 	pg := startPostgres(t, ctx, nw)
 	s3 := startS3(t, nw.Name)
