@@ -494,7 +494,7 @@ func TestOnboardingFlow(t *testing.T) {
 			// Following the mailed link shows a button and confirms nothing by itself (a mail scanner
 			// opens links too).
 			m := s.sink.wait(t, email, "Confirm your address", time.Minute)
-			if from, err := mail.ParseAddress(m.Header.Get("From")); err != nil || from.Address != "noreply@svc.test" || !strings.Contains(m.Text, `"`+handle+`"`) {
+			if from, err := mail.ParseAddress(m.Header.Get("From")); err != nil || from.Address != "noreply@svc.test" || !strings.Contains(m.Text, "the handle "+handle+",") || strings.Contains(m.Text, "Lentil Lab") {
 				t.Errorf("confirmation mail from %q: %q", m.Header.Get("From"), m.Text)
 			}
 			confirm := mustFind(t, confirmLinkInMail, m.Text)

@@ -50,7 +50,7 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 				},
 				{
 					Name: "approve",
-					Usage: "approve a pending application whose address is confirmed (or one whose invitation expired): " +
+					Usage: "approve a pending application whose address is confirmed (or one whose invitation expired or never went out): " +
 						"creates its invitation and mails it to the applicant; the invitation is never printed unless --show-invitation",
 					Flags: []cli.Flag{appFlag, actorFlag, reasonFlag,
 						&cli.BoolFlag{Name: "show-invitation", Usage: "also print {\"invitation\": ...}, for a deployment without mail: give it to the applicant privately"}},
@@ -88,8 +88,8 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 			Usage: "the mail to applicants: queued, sent, given up, or kept in the outbox when no SMTP server is configured",
 			Commands: []*cli.Command{{
 				Name:  "list",
-				Usage: "list messages, oldest first (at most 1000): prints {\"mail\": [...]}; bodies are kept only in the outbox",
-				Flags: []cli.Flag{&cli.StringFlag{Name: "state", Usage: "only outbox, queued, sent or failed messages"}},
+				Usage: "list messages, oldest first (at most 1000): prints {\"mail\": [...]}; bodies are shown only for messages waiting in the outbox",
+				Flags: []cli.Flag{&cli.StringFlag{Name: "state", Usage: "only outbox, queued, sent, failed or cancelled messages"}},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
 					return invoke(ctx, cmd, func(ctx context.Context, o *Outbox) error {
 						list, err := o.List(ctx, cmd.String("state"))

@@ -1,6 +1,7 @@
 package onboarding
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 
@@ -93,14 +94,32 @@ func (a *API) redeem(c *gin.Context) {
 }
 
 // privateKeyIn looks for a private key in a JSON body: in every member name and string value (a key
-// meant for a field, privatekey.Is, or quoted in text, privatekey.In), and in the raw bytes when they
-// are not JSON. It returns the JSON pointer of the first one found.
+// meant for a field, privatekey.Is, or quoted in text, privatekey.In), in every object (a JSON Web Key
+// sent as an object), and in the raw bytes. It returns the JSON pointer of the first one found ("" when
+// only the raw bytes or a member that a duplicate name hides show it).
 func privateKeyIn(raw []byte) (pointer string, found bool) {
 	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return "", privatekey.In(string(raw))
+	if err := json.Unmarshal(raw, &v); err == nil {
+		if p, ok := walkPrivate(v, ""); ok {
+			return p, true
+		}
 	}
-	return walkPrivate(v, "")
+	// json.Unmarshal keeps the last of two members of one name; the tokens show every one.
+	return "", privatekey.In(string(raw)) || privateToken(raw)
+}
+
+// privateToken reports whether any string token of raw, member names included, is a private key.
+func privateToken(raw []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if s, ok := tok.(string); ok && (privatekey.Is(s) || privatekey.In(s)) {
+			return true
+		}
+	}
 }
 
 func walkPrivate(v any, at string) (string, bool) {

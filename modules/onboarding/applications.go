@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,6 +15,7 @@ import (
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/schema"
 )
 
 // Applications is the onboarding plane's logic: applications, their confirmation, the operator's
@@ -27,12 +29,13 @@ type Applications struct {
 	enrolment  port.Enrolment
 	limits     port.Limits
 	mailer     *Mailer
+	schemas    *schema.Set
 }
 
 // NewApplications returns the onboarding logic.
 func NewApplications(db *gorm.DB, cfg Config, clock port.Clock, log *slog.Logger, d *plugin.Deployment,
-	enrolment port.Enrolment, limits port.Limits, mailer *Mailer) *Applications {
-	return &Applications{db: db, cfg: cfg, clock: clock, log: log, deployment: d, enrolment: enrolment, limits: limits, mailer: mailer}
+	enrolment port.Enrolment, limits port.Limits, mailer *Mailer, schemas *schema.Set) *Applications {
+	return &Applications{db: db, cfg: cfg, clock: clock, log: log, deployment: d, enrolment: enrolment, limits: limits, mailer: mailer, schemas: schemas}
 }
 
 // Created is the answer to an application (application-created). The status link is the only copy of
@@ -45,12 +48,17 @@ type Created struct {
 
 // limit counts one hit of the client address on the limit named what; past it the answer is 429.
 func (a *Applications) limit(ctx context.Context, what, addr string) error {
-	ok, retry, err := a.limits.Take(ctx, "onboarding:"+what+":"+addr, a.cfg.AddressLimit, a.cfg.AddressWindow)
+	return a.take(ctx, what+":"+addr, a.cfg.AddressLimit)
+}
+
+// take counts one hit on bucket against limit per AddressWindow.
+func (a *Applications) take(ctx context.Context, bucket string, limit int) error {
+	ok, retry, err := a.limits.Take(ctx, "onboarding:"+bucket, limit, a.cfg.AddressWindow)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return problem.Newf(problem.RateLimited, "Too many requests of this kind from your address (%d per %s); try again later.", a.cfg.AddressLimit, a.cfg.AddressWindow).
+		return problem.Newf(problem.RateLimited, "Too many requests of this kind (%d per %s); try again later.", limit, a.cfg.AddressWindow).
 			With("retry_after_seconds", retry)
 	}
 	return nil
@@ -59,7 +67,7 @@ func (a *Applications) limit(ctx context.Context, what, addr string) error {
 // Apply records an application from addr and queues the mail that confirms its address. Refusals are
 // 422 validation_failed (every field's reason), 409 handle_taken and 429.
 func (a *Applications) Apply(ctx context.Context, in ApplicationRequest, addr string) (Created, error) {
-	if errs := validate(in); len(errs) > 0 {
+	if errs := validate(a.schemas, in); len(errs) > 0 {
 		p := problem.New(problem.ValidationFailed, "The application is not complete: see errors.")
 		p.Errors = errs
 		return Created{}, p
@@ -68,6 +76,10 @@ func (a *Applications) Apply(ctx context.Context, in ApplicationRequest, addr st
 		return Created{}, err
 	}
 	if err := a.handleFree(ctx, in.Handle); err != nil {
+		return Created{}, err
+	}
+	// Per recipient too: the form must not be a way to flood someone's mailbox.
+	if err := a.take(ctx, "recipient:"+hashToken(strings.ToLower(in.Email)), a.cfg.RecipientLimit); err != nil {
 		return Created{}, err
 	}
 	now := a.clock.Now()
@@ -119,13 +131,16 @@ func (a *Applications) handleFree(ctx context.Context, handle string) error {
 	return nil
 }
 
-// expire marks the approved applications whose invitation expired, freeing their handles.
+// expire marks the approved applications whose invitation expired, and the pending ones whose address
+// was not confirmed in time, freeing their handles.
 func (a *Applications) expire(ctx context.Context) error {
 	now := a.clock.Now()
-	if err := a.db.WithContext(ctx).Model(&applicationRow{}).
-		Where("state = ? AND invitation_expiry <= ?", StateApproved, now).
+	db := a.db.WithContext(ctx)
+	if err := db.Model(&applicationRow{}).
+		Where("(state = ? AND invitation_expiry <= ?) OR (state = ? AND email_confirmed_at IS NULL AND created_at <= ?)",
+			StateApproved, now, StatePending, now.Add(-a.cfg.ConfirmTTL)).
 		Updates(map[string]any{"state": StateExpired, "updated_at": now}).Error; err != nil {
-		return fmt.Errorf("expire invitations: %w", err)
+		return fmt.Errorf("expire applications: %w", err)
 	}
 	return nil
 }
@@ -184,7 +199,10 @@ func (a *Applications) byToken(ctx context.Context, column, token string, n int)
 // state is the row's state as of now: an approved application whose invitation ran out is expired
 // even before expire writes it.
 func (a *Applications) state(row applicationRow) string {
-	if row.State == StateApproved && row.InvitationExpiry != nil && !a.clock.Now().Before(*row.InvitationExpiry) {
+	now := a.clock.Now()
+	switch {
+	case row.State == StateApproved && row.InvitationExpiry != nil && !now.Before(*row.InvitationExpiry),
+		row.State == StatePending && row.EmailConfirmedAt == nil && !now.Before(row.CreatedAt.Add(a.cfg.ConfirmTTL)):
 		return StateExpired
 	}
 	return row.State
@@ -226,6 +244,9 @@ func nextStep(s Status) string {
 	case StateRedeemed:
 		return "Done: the invitation was redeemed and the agent is registered. It signs its requests with its own key."
 	case StateExpired:
+		if !s.EmailConfirmed {
+			return "The address was not confirmed in time, so the application expired. Apply again if you still want the agent."
+		}
 		return "The invitation expired before it was redeemed. Ask the operator to approve the application again, or apply again."
 	}
 	return ""
@@ -233,7 +254,11 @@ func nextStep(s Status) string {
 
 // ConfirmPage returns the application whose confirmation token is token, to show its confirm button.
 func (a *Applications) ConfirmPage(ctx context.Context, token string) (applicationRow, error) {
-	return a.byToken(ctx, "confirm_hash", token, 32)
+	row, err := a.byToken(ctx, "confirm_hash", token, 32)
+	if err == nil && row.EmailConfirmedAt == nil && a.state(row) != StatePending {
+		return row, problem.New(problem.NotFound, "This confirmation link has expired: the application ended before the address was confirmed. Apply again.")
+	}
+	return row, err
 }
 
 // Confirm confirms the address of the application whose confirmation token is token; confirming twice
@@ -243,10 +268,20 @@ func (a *Applications) Confirm(ctx context.Context, token string) (applicationRo
 	if err != nil || row.EmailConfirmedAt != nil {
 		return row, err
 	}
+	if a.state(row) != StatePending {
+		return row, problem.New(problem.NotFound, "This confirmation link has expired: the application ended before the address was confirmed. Apply again.")
+	}
 	now := a.clock.Now()
-	if err := a.db.WithContext(ctx).Model(&applicationRow{}).Where("id = ? AND email_confirmed_at IS NULL", row.ID).
-		Updates(map[string]any{"email_confirmed_at": now, "updated_at": now}).Error; err != nil {
-		return row, fmt.Errorf("confirm address: %w", err)
+	err = a.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Model(&applicationRow{}).Where("id = ? AND email_confirmed_at IS NULL", row.ID).
+			Updates(map[string]any{"email_confirmed_at": now, "updated_at": now}).Error; err != nil {
+			return fmt.Errorf("confirm address: %w", err)
+		}
+		// The confirmation link has done its work: no copy of it is kept.
+		return eraseMail(tx, row.ID, MailConfirm)
+	})
+	if err != nil {
+		return row, err
 	}
 	row.EmailConfirmedAt, row.UpdatedAt = &now, now
 	return row, nil

@@ -21,17 +21,23 @@ type Config struct {
 	MailFrom string
 	// InvitationTTL is how long an invitation can be redeemed.
 	InvitationTTL time.Duration
+	// ConfirmTTL is how long an application waits for its address's confirmation; past it the
+	// application expires and its handle is free again.
+	ConfirmTTL time.Duration
 	// MailAttempts is how many times a message is tried before it is given up.
 	MailAttempts int
 	// AddressLimit is how many applications, and separately how many redemptions and status lookups,
 	// one client address may make per AddressWindow.
 	AddressLimit  int
 	AddressWindow time.Duration
+	// RecipientLimit is how many applications may name one mail address per AddressWindow, so that the
+	// form cannot be used to flood someone's mailbox.
+	RecipientLimit int
 }
 
 // DefaultConfig is the configuration with every default applied.
 func DefaultConfig() Config {
-	return Config{InvitationTTL: 7 * 24 * time.Hour, MailAttempts: 10, AddressLimit: 20, AddressWindow: time.Hour}
+	return Config{InvitationTTL: 7 * 24 * time.Hour, ConfirmTTL: 48 * time.Hour, MailAttempts: 10, AddressLimit: 20, AddressWindow: time.Hour, RecipientLimit: 3}
 }
 
 // Flags are the module's settings on the svc command line.
@@ -42,8 +48,10 @@ func Flags() []cli.Flag {
 		&cli.StringFlag{Name: "onboarding-smtp-url", Sources: env("SVC_ONBOARDING_SMTP_URL"), Category: ID, Usage: "mail server, smtp://[user:password@]host[:port][?tls=required|none] or smtps://...; empty keeps mail in the outbox (svc admin mail list)"},
 		&cli.StringFlag{Name: "onboarding-mail-from", Sources: env("SVC_ONBOARDING_MAIL_FROM"), Category: ID, Usage: "sender address of the mail to applicants (default noreply@ the base URL's host)"},
 		&cli.DurationFlag{Name: "onboarding-invitation-ttl", Value: d.InvitationTTL, Sources: env("SVC_ONBOARDING_INVITATION_TTL"), Category: ID, Usage: "how long an invitation can be redeemed"},
+		&cli.DurationFlag{Name: "onboarding-confirm-ttl", Value: d.ConfirmTTL, Sources: env("SVC_ONBOARDING_CONFIRM_TTL"), Category: ID, Usage: "how long an application waits for its address's confirmation before it expires (its handle is then free)"},
 		&cli.IntFlag{Name: "onboarding-mail-attempts", Value: d.MailAttempts, Sources: env("SVC_ONBOARDING_MAIL_ATTEMPTS"), Category: ID, Usage: "attempts to send a message before it is given up (with backoff between them)"},
 		&cli.IntFlag{Name: "onboarding-address-limit", Value: d.AddressLimit, Sources: env("SVC_ONBOARDING_ADDRESS_LIMIT"), Category: ID, Usage: "applications, and separately redemptions and status lookups, per client address per --onboarding-address-window (429 past it)"},
+		&cli.IntFlag{Name: "onboarding-recipient-limit", Value: d.RecipientLimit, Sources: env("SVC_ONBOARDING_RECIPIENT_LIMIT"), Category: ID, Usage: "applications naming one mail address per --onboarding-address-window (429 past it)"},
 		&cli.DurationFlag{Name: "onboarding-address-window", Value: d.AddressWindow, Sources: env("SVC_ONBOARDING_ADDRESS_WINDOW"), Category: ID, Usage: "the window of --onboarding-address-limit"},
 	}
 }
@@ -51,12 +59,14 @@ func Flags() []cli.Flag {
 // NewConfig reads the module's settings and checks them; d gives the default sender's host.
 func NewConfig(s plugin.Settings, d *plugin.Deployment) (Config, error) {
 	c := Config{
-		SMTPURL:       s.String("onboarding-smtp-url"),
-		MailFrom:      s.String("onboarding-mail-from"),
-		InvitationTTL: s.Duration("onboarding-invitation-ttl"),
-		MailAttempts:  s.Int("onboarding-mail-attempts"),
-		AddressLimit:  s.Int("onboarding-address-limit"),
-		AddressWindow: s.Duration("onboarding-address-window"),
+		SMTPURL:        s.String("onboarding-smtp-url"),
+		MailFrom:       s.String("onboarding-mail-from"),
+		InvitationTTL:  s.Duration("onboarding-invitation-ttl"),
+		ConfirmTTL:     s.Duration("onboarding-confirm-ttl"),
+		MailAttempts:   s.Int("onboarding-mail-attempts"),
+		AddressLimit:   s.Int("onboarding-address-limit"),
+		AddressWindow:  s.Duration("onboarding-address-window"),
+		RecipientLimit: s.Int("onboarding-recipient-limit"),
 	}
 	if len(d.AgentAPI) == 0 {
 		return c, fmt.Errorf("onboarding needs the agent plane's address (--agent-edge-url, or --agent-private-url with --agent-private-addr): a new agent learns it when it redeems its invitation")
@@ -77,12 +87,12 @@ func NewConfig(s plugin.Settings, d *plugin.Deployment) (Config, error) {
 		}
 	}
 	switch {
-	case c.InvitationTTL < time.Minute:
-		return c, fmt.Errorf("--onboarding-invitation-ttl must be at least 1m, got %s", c.InvitationTTL)
+	case c.InvitationTTL < time.Minute || c.ConfirmTTL < time.Minute:
+		return c, fmt.Errorf("--onboarding-invitation-ttl and --onboarding-confirm-ttl must be at least 1m, got %s and %s", c.InvitationTTL, c.ConfirmTTL)
 	case c.MailAttempts < 1:
 		return c, fmt.Errorf("--onboarding-mail-attempts must be at least 1, got %d", c.MailAttempts)
-	case c.AddressLimit < 1 || c.AddressWindow < time.Second:
-		return c, fmt.Errorf("--onboarding-address-limit must be at least 1 and --onboarding-address-window at least 1s, got %d per %s", c.AddressLimit, c.AddressWindow)
+	case c.AddressLimit < 1 || c.RecipientLimit < 1 || c.AddressWindow < time.Second:
+		return c, fmt.Errorf("--onboarding-address-limit and --onboarding-recipient-limit must be at least 1 and --onboarding-address-window at least 1s, got %d and %d per %s", c.AddressLimit, c.RecipientLimit, c.AddressWindow)
 	}
 	return c, nil
 }

@@ -65,7 +65,7 @@ func newWorld(t testing.TB, dialect string, cfg onboarding.Config) *world {
 		cfg.MailFrom = "noreply@svc.test"
 	}
 	mailer := onboarding.NewMailer(cfg, testkit.Jobs{}, w.clock)
-	w.apps = onboarding.NewApplications(db, cfg, w.clock, log, w.deploy, w.enrolls, w.limits, mailer)
+	w.apps = onboarding.NewApplications(db, cfg, w.clock, log, w.deploy, w.enrolls, w.limits, mailer, schema.Published())
 	w.outbox = onboarding.NewOutbox(db)
 	w.sender = onboarding.NewSender(db, cfg, w.clock, log)
 	s := site.New(onboarding.Nav())

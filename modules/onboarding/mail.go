@@ -70,9 +70,10 @@ func parseSMTP(raw string) (smtpServer, error) {
 	return s, nil
 }
 
-// Mailer writes messages: in the outbox when no SMTP server is configured, else queued with the job
-// that sends them, in the caller's transaction, so that a message exists exactly when the write that
-// needs it commits.
+// Mailer queues messages, each with the job that sends it, in the caller's transaction, so that a
+// message exists exactly when the write that needs it commits. Whether it is sent or kept in the
+// outbox is the serving replica's decision (its --onboarding-smtp-url), never that of the process that
+// queued it: an operator's `svc admin` shell may lack the server's mail settings.
 type Mailer struct {
 	cfg   Config
 	jobs  port.Jobs
@@ -87,17 +88,30 @@ func NewMailer(cfg Config, jobs port.Jobs, clock port.Clock) *Mailer {
 // Queue writes one message on tx.
 func (m *Mailer) Queue(ctx context.Context, tx *gorm.DB, applicationID, kind, to, subject, body string) error {
 	row := mailRow{ID: uuid.Must(uuid.NewV7()).String(), ApplicationID: &applicationID, Kind: kind, Recipient: to,
-		Subject: subject, Body: body, State: MailOutbox, CreatedAt: m.clock.Now()}
-	if m.cfg.SMTPURL != "" {
-		row.State = MailQueued
-	}
+		Subject: subject, Body: body, State: MailQueued, CreatedAt: m.clock.Now()}
 	if err := tx.WithContext(ctx).Create(&row).Error; err != nil {
 		return fmt.Errorf("write mail: %w", err)
 	}
-	if row.State == MailOutbox {
-		return nil
-	}
 	return m.jobs.InsertTx(ctx, tx, SendArgs{MailID: row.ID}, &river.InsertOpts{MaxAttempts: m.cfg.MailAttempts})
+}
+
+// cancelMail cancels, on tx, an application's messages of kind that have not gone out, erasing them.
+func cancelMail(tx *gorm.DB, applicationID, kind string) error {
+	if err := tx.Model(&mailRow{}).Where("application_id = ? AND kind = ? AND state IN ?", applicationID, kind, []string{MailQueued, MailOutbox}).
+		Updates(map[string]any{"state": MailCancelled, "body": ""}).Error; err != nil {
+		return fmt.Errorf("cancel %s mail: %w", kind, err)
+	}
+	return nil
+}
+
+// eraseMail erases, on tx, the bodies of an application's messages of kind kept in the outbox: their
+// secret has done its work.
+func eraseMail(tx *gorm.DB, applicationID, kind string) error {
+	if err := tx.Model(&mailRow{}).Where("application_id = ? AND kind = ? AND state = ?", applicationID, kind, MailOutbox).
+		Update("body", "").Error; err != nil {
+		return fmt.Errorf("erase %s mail: %w", kind, err)
+	}
+	return nil
 }
 
 // SendArgs is the job that sends one message.
@@ -137,6 +151,24 @@ func (s *Sender) Work(ctx context.Context, job *river.Job[SendArgs]) error {
 		return fmt.Errorf("read mail: %w", err)
 	}
 	if m.State != MailQueued {
+		return nil
+	}
+	if m.Kind == MailInvitation && m.ApplicationID != nil {
+		// Only the current invitation of an approved application goes out (a rejection or a new
+		// invitation cancels the mail in its own transaction; this is the last look).
+		var app applicationRow
+		if err := db.Take(&app, "id = ?", *m.ApplicationID).Error; err != nil {
+			return fmt.Errorf("read application: %w", err)
+		}
+		if app.State != StateApproved {
+			return cancelMail(db, app.ID, MailInvitation)
+		}
+	}
+	if s.cfg.SMTPURL == "" {
+		// No mail server here: the operator delivers it (svc admin mail list --state outbox).
+		if err := db.Model(&mailRow{}).Where("id = ? AND state = ?", m.ID, MailQueued).Update("state", MailOutbox).Error; err != nil {
+			return fmt.Errorf("keep mail in the outbox: %w", err)
+		}
 		return nil
 	}
 	err := s.send(ctx, m)

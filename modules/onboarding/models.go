@@ -39,6 +39,9 @@ const (
 	MailSent   = "sent"   // handed to the SMTP server; its body is erased
 	MailFailed = "failed" // every attempt failed; its body is erased
 	MailOutbox = "outbox" // no SMTP server is configured: it waits for the operator (svc admin mail list)
+	// MailCancelled: its application was rejected, or a new invitation replaced it, before it went
+	// out; its body is erased.
+	MailCancelled = "cancelled"
 )
 
 // The kinds of mail.
@@ -48,8 +51,9 @@ const (
 )
 
 // mailRow is one message to a person. Its body can hold a secret link or an invitation, so it is
-// erased once the message is handed over (or given up); only the outbox keeps it, for the operator of
-// a deployment without SMTP.
+// erased once the message is handed over, given up or cancelled; the outbox keeps it, for the operator
+// of a deployment without SMTP, until the secret has done its work (the address is confirmed, the
+// invitation redeemed or replaced, the application rejected).
 type mailRow struct {
 	ID            string  `gorm:"primaryKey;size:36"`
 	ApplicationID *string `gorm:"size:36"`

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -33,9 +34,15 @@ var (
 	invitationText = regexp.MustCompile(`svcinv_[A-Za-z0-9_-]{22}`)
 )
 
-// lastMail returns the body of the newest message of kind to the address.
+// lastMail returns the newest message of kind to the address, once the jobs queued so far ran (without
+// SMTP they move each message to the outbox, where the operator reads it with its body).
 func (w *world) lastMail(t testing.TB, kind, to string) onboarding.Mail {
 	t.Helper()
+	for _, err := range w.sendAll(t, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	list, err := w.outbox.List(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
@@ -94,8 +101,8 @@ func TestForm(t *testing.T) {
 		if cross.Status != http.StatusForbidden {
 			t.Fatalf("other origin: %d", cross.Status)
 		}
-		if list, _ := w.apps.List(context.Background(), ""); len(list) != 0 {
-			t.Fatalf("a refused form stored %v", list)
+		if list, err := w.apps.List(context.Background(), ""); err != nil || len(list) != 0 {
+			t.Fatalf("a refused form stored %v (%v)", list, err)
 		}
 
 		// A bad field: 422, the form again with what was typed and the reason beside the field.
@@ -167,6 +174,22 @@ func TestForm(t *testing.T) {
 	})
 }
 
+// mailTo returns the newest message to the address, without running any job.
+func (w *world) mailTo(t testing.TB, to string) onboarding.Mail {
+	t.Helper()
+	list, err := w.outbox.List(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i].Recipient == to {
+			return list[i]
+		}
+	}
+	t.Fatalf("no mail to %s", to)
+	return onboarding.Mail{}
+}
+
 func (w *world) only(t testing.TB) onboarding.Application {
 	t.Helper()
 	list, err := w.apps.List(context.Background(), "")
@@ -207,7 +230,8 @@ func TestAPI(t *testing.T) {
 		testkit.Expect(t, w.apply(t, `{"handle":"Dal","organisation_name":"x","email":"ana@example.org","setup_scope":"forum","intended_use":"x"}`), http.StatusUnprocessableEntity, string(problem.ValidationFailed))
 		testkit.Expect(t, w.apply(t, `{"handle":"dal-two","organisation_name":"x","email":"ana@example.org","setup_scope":"arena","intended_use":"x"}`), http.StatusUnprocessableEntity, string(problem.ValidationFailed))
 		testkit.Expect(t, w.apply(t, `{"handle":"dal-two","organisation_name":"x","email":"ana@example.org","setup_scope":"forum","intended_use":"x","extra":1}`), http.StatusUnprocessableEntity, string(problem.ValidationFailed))
-		testkit.Expect(t, w.apply(t, `{"handle":"dal-two","organisation_name":"x","email":"ana@localhost","setup_scope":"forum","intended_use":"x"}`), http.StatusUnprocessableEntity, string(problem.ValidationFailed))
+		testkit.Expect(t, w.apply(t, `{"handle":"dal-two","organisation_name":"x","email":"ana at example.org","setup_scope":"forum","intended_use":"x"}`), http.StatusUnprocessableEntity, string(problem.ValidationFailed))
+		testkit.Expect(t, w.apply(t, `{"handle":"dal-two","organisation_name":"   ","email":"ana@example.org","setup_scope":"forum","intended_use":"x"}`), http.StatusUnprocessableEntity, string(problem.ValidationFailed))
 		testkit.Expect(t, w.apply(t, `{"handle":"dal-two","organisation_name":"x\u202e","email":"ana@example.org","setup_scope":"forum","intended_use":"x"}`), http.StatusUnprocessableEntity, string(problem.ValidationFailed))
 		testkit.Expect(t, w.do(t, http.MethodPost, onboarding.APIPrefix+"/applications", "text/plain", application("dal-two", "a@example.org"), nil), http.StatusUnsupportedMediaType, string(problem.UnsupportedMediaType))
 
@@ -357,8 +381,9 @@ func TestRedemption(t *testing.T) {
 		w.clock.Add(cfg.InvitationTTL)
 		k5, _ := newKey(t)
 		testkit.Expect(t, w.redeem(t, redemption(inv5, k5, "dal-five"), "ok"), http.StatusForbidden, string(problem.InvitationInvalid))
-		if list, err := w.apps.List(ctx, onboarding.StateExpired); err != nil || len(list) != 2 {
-			t.Fatalf("expired applications: %+v %v", list, err) // dal-three's too
+		// dal-three's invitation ran out too, and dal-four's second application was never confirmed.
+		if list, err := w.apps.List(ctx, onboarding.StateExpired); err != nil || len(list) != 3 {
+			t.Fatalf("expired applications: %+v %v", list, err)
 		}
 		_, inv6, err := w.apps.Approve(ctx, eid, "ops", "again")
 		if err != nil || inv6 == inv5 {
@@ -395,6 +420,9 @@ func privateKeyBodies(t testing.TB, invitation, key string, priv ed25519.Private
 		"JWK object as public_key":      fmt.Sprintf(`{"invitation":%q,"public_key":%s,"handle":"dal-bot"}`, invitation, jwk),
 		"PEM in an extra member":        fmt.Sprintf(`{"invitation":%q,"public_key":%q,"handle":"dal-bot","note":%s}`, invitation, key, quote(pkcs8)),
 		"PEM in a body that is no JSON": "private key follows\n" + pkcs8,
+		"seed and key hidden by a duplicate member": fmt.Sprintf(`{"invitation":%q,"public_key":%q,"public_key":%q,"handle":"dal-bot"}`,
+			invitation, base64.StdEncoding.EncodeToString(priv), key),
+		"JWK object hidden by a duplicate member": fmt.Sprintf(`{"invitation":%q,"public_key":%s,"public_key":%q,"handle":"dal-bot"}`, invitation, jwk, key),
 	}
 }
 
@@ -411,9 +439,6 @@ func TestMailOverSMTP(t *testing.T) {
 		r := w.apply(t, application("dal-bot", "ana@example.org"))
 		testkit.Expect(t, r, http.StatusCreated, "")
 		statusURL := r.JSON(t)["status_url"].(string)
-		if m := w.lastMail(t, onboarding.MailConfirm, "ana@example.org"); m.State != onboarding.MailQueued || m.Body == "" {
-			t.Fatalf("queued mail: %+v", m)
-		}
 		for _, err := range w.sendAll(t, 1) {
 			if err != nil {
 				t.Fatal(err)
@@ -465,13 +490,130 @@ func TestMailOverSMTP(t *testing.T) {
 		if err := w.sender.Work(context.Background(), job); err == nil {
 			t.Fatal("a refused message reported sent")
 		}
-		if m := w.lastMail(t, onboarding.MailConfirm, "ben@example.org"); m.State != onboarding.MailQueued || m.Attempts != 1 || m.LastError == nil || m.Body == "" {
-			t.Fatalf("after a failed attempt: %+v", m)
+		if m := w.mailTo(t, "ben@example.org"); m.State != onboarding.MailQueued || m.Attempts != 1 || m.LastError == nil || m.Body != "" {
+			t.Fatalf("after a failed attempt (a queued body is never listed): %+v", m)
 		}
 		job, _ = testkit.Job[onboarding.SendArgs](rows[0], cfg.MailAttempts)
 		_ = w.sender.Work(context.Background(), job)
-		if m := w.lastMail(t, onboarding.MailConfirm, "ben@example.org"); m.State != onboarding.MailFailed || m.Body != "" {
+		if m := w.mailTo(t, "ben@example.org"); m.State != onboarding.MailFailed || m.Body != "" {
 			t.Fatalf("after the last attempt: %+v", m)
 		}
 	})
+}
+
+// TestLifecycle: an unconfirmed application expires and frees its handle; a rejection cancels an
+// invitation that has not gone out; an invitation that never went out can be issued again; one
+// address receives a bounded number of applications; and the serving replica, not the process that
+// queued a message, decides whether it is sent or kept in the outbox.
+func TestLifecycle(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		t.Parallel()
+		s := startSink(t)
+		cfg := onboarding.DefaultConfig()
+		cfg.SMTPURL = s.url()
+		w := newWorld(t, dialect, cfg)
+		ctx := context.Background()
+
+		// Unconfirmed past --onboarding-confirm-ttl: expired, its link dead, its handle free.
+		r := w.apply(t, application("late-bot", "late@example.org"))
+		testkit.Expect(t, r, http.StatusCreated, "")
+		w.sendAll(t, 1)
+		confirm := mustMatch(t, confirmLink, strings.ReplaceAll(s.messages()[0].Data, "=\r\n", ""))
+		w.clock.Add(cfg.ConfirmTTL)
+		b := &browser{w: w}
+		if page, _ := b.get(t, confirm); page.Status != http.StatusNotFound || !strings.Contains(string(page.Body), "expired") {
+			t.Fatalf("an expired confirmation link: %d %s", page.Status, testkit.Short(page.Body))
+		}
+		if _, err := w.apps.Confirm(ctx, strings.TrimPrefix(confirm, onboarding.ConfirmPath)); !isProblem(err, problem.NotFound) {
+			t.Fatalf("confirming too late: %v", err)
+		}
+		testkit.Expect(t, w.apply(t, application("late-bot", "late2@example.org")), http.StatusCreated, "")
+
+		// A rejection cancels the invitation mail still queued: nothing goes out.
+		id, _ := w.approvedQueued(t, s, "gone-bot", "gone@example.org")
+		if _, err := w.apps.Reject(ctx, id, "ops", "no"); err != nil {
+			t.Fatal(err)
+		}
+		before := len(s.messages())
+		w.sendAll(t, 1)
+		if len(s.messages()) != before {
+			t.Fatal("a rejected application's invitation was sent")
+		}
+		if m := w.mailTo(t, "gone@example.org"); m.State != onboarding.MailCancelled || m.Body != "" {
+			t.Fatalf("the cancelled invitation: %+v", m)
+		}
+
+		// An invitation that never went out (its mail failed) can be issued again; the first stops
+		// working. Once one was sent, approving again waits for it to expire.
+		id, first := w.approvedQueued(t, s, "retry-bot", "retry@example.org")
+		s.mu.Lock()
+		s.fail = true
+		s.mu.Unlock()
+		var rows []testkit.JobRow
+		w.db.Order("id desc").Limit(1).Find(&rows)
+		job, _ := testkit.Job[onboarding.SendArgs](rows[0], cfg.MailAttempts)
+		_ = w.sender.Work(ctx, job)
+		s.mu.Lock()
+		s.fail = false
+		s.mu.Unlock()
+		_, second, err := w.apps.Approve(ctx, id, "ops", "the mail failed")
+		if err != nil || second == first {
+			t.Fatalf("approve again after a failed mail: %v", err)
+		}
+		w.sendAll(t, 1)
+		if got := s.messages(); !strings.Contains(got[len(got)-1].Data, second) {
+			t.Fatalf("the new invitation was not sent: %+v", got[len(got)-1])
+		}
+		k, _ := newKey(t)
+		testkit.Expect(t, w.redeem(t, redemption(first, k, "retry-bot"), "ok"), http.StatusForbidden, string(problem.InvitationInvalid))
+		if _, _, err := w.apps.Approve(ctx, id, "ops", "again"); !isProblem(err, problem.Conflict) {
+			t.Fatalf("approving while a sent invitation is valid: %v", err)
+		}
+		testkit.Expect(t, w.redeem(t, redemption(second, k, "retry-bot"), "ok"), http.StatusCreated, "")
+
+		// One recipient: at most --onboarding-recipient-limit applications per window.
+		for i := range cfg.RecipientLimit {
+			testkit.Expect(t, w.apply(t, application(fmt.Sprintf("flood-%d", i), "Victim@example.org")), http.StatusCreated, "")
+		}
+		testkit.Expect(t, w.apply(t, application("flood-x", "victim@example.org")), http.StatusTooManyRequests, string(problem.RateLimited))
+
+		// A message queued by a process with SMTP settings (an operator's shell) is kept in the outbox
+		// by a server without them, with its body for the operator.
+		plain := onboarding.DefaultConfig()
+		plain.MailFrom = "noreply@svc.test"
+		server := onboarding.NewSender(w.db, plain, w.clock, slog.New(slog.DiscardHandler))
+		testkit.Expect(t, w.apply(t, application("outbox-bot", "out@example.org")), http.StatusCreated, "")
+		w.db.Order("id desc").Limit(1).Find(&rows)
+		job, _ = testkit.Job[onboarding.SendArgs](rows[0], 1)
+		if err := server.Work(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		if m := w.mailTo(t, "out@example.org"); m.State != onboarding.MailOutbox || !confirmLink.MatchString(m.Body) {
+			t.Fatalf("a message on a server without SMTP: %+v", m)
+		}
+	})
+}
+
+// approvedQueued applies, confirms (from the received mail) and approves an application with SMTP
+// configured, without sending its invitation yet, and returns its id and invitation.
+func (w *world) approvedQueued(t testing.TB, s *sink, handle, email string) (string, string) {
+	t.Helper()
+	r := w.apply(t, application(handle, email))
+	testkit.Expect(t, r, http.StatusCreated, "")
+	id := r.JSON(t)["application_id"].(string)
+	w.sendAll(t, 1)
+	var link string
+	for _, m := range s.messages() {
+		if m.To == email {
+			link = mustMatch(t, confirmLink, strings.ReplaceAll(m.Data, "=\r\n", ""))
+		}
+	}
+	if _, err := w.apps.Confirm(context.Background(), strings.TrimPrefix(link, onboarding.ConfirmPath)); err != nil {
+		t.Fatal(err)
+	}
+	_, invitation, err := w.apps.Approve(context.Background(), id, "ops", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, invitation
 }

@@ -17,7 +17,8 @@ type Outbox struct{ db *gorm.DB }
 // NewOutbox returns the outbox.
 func NewOutbox(db *gorm.DB) *Outbox { return &Outbox{db: db} }
 
-// Mail is one message as the operator sees it. Body is empty once the message was handed over.
+// Mail is one message as the operator sees it. Body is shown only while the message waits in the
+// outbox for the operator, and erased once its secret has done its work.
 type Mail struct {
 	MailID        string     `json:"mail_id"`
 	ApplicationID *string    `json:"application_id"`
@@ -32,7 +33,7 @@ type Mail struct {
 	SentAt        *time.Time `json:"sent_at"`
 }
 
-var mailStates = []string{MailOutbox, MailQueued, MailSent, MailFailed}
+var mailStates = []string{MailOutbox, MailQueued, MailSent, MailFailed, MailCancelled}
 
 // List returns the messages, oldest first (at most listMax), optionally of one state.
 func (o *Outbox) List(ctx context.Context, state string) ([]Mail, error) {
@@ -49,6 +50,9 @@ func (o *Outbox) List(ctx context.Context, state string) ([]Mail, error) {
 	}
 	out := make([]Mail, 0, len(rows))
 	for _, r := range rows {
+		if r.State != MailOutbox {
+			r.Body = "" // a queued message's secret is the sender's business, not the listing's
+		}
 		out = append(out, Mail{MailID: r.ID, ApplicationID: r.ApplicationID, Kind: r.Kind, Recipient: r.Recipient, Subject: r.Subject,
 			Body: r.Body, State: r.State, Attempts: r.Attempts, LastError: r.LastError, CreatedAt: r.CreatedAt.UTC(), SentAt: utc(r.SentAt)})
 	}

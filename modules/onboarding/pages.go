@@ -3,8 +3,10 @@ package onboarding
 import (
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -96,11 +98,19 @@ func (p *Pages) submit(c *gin.Context) {
 		return
 	}
 	var pr *problem.Problem
-	if !errors.As(err, &pr) || (pr.Code != problem.ValidationFailed && pr.Code != problem.HandleTaken) {
+	if !errors.As(err, &pr) || (pr.Code != problem.ValidationFailed && pr.Code != problem.HandleTaken && pr.Code != problem.RateLimited) {
 		p.site.Error(c, err)
 		return
 	}
 	page := applyPage{CSRF: nosurf.Token(c.Request), Values: in, Scopes: SetupScopes, Errors: map[string]string{}}
+	if pr.Code == problem.RateLimited {
+		// What was typed is kept: the person sends it again later.
+		secs, _ := pr.Extensions["retry_after_seconds"].(int)
+		c.Header("Retry-After", strconv.Itoa(max(secs, 1)))
+		page.Notice = fmt.Sprintf("Too many applications were sent from here or to this address for now. Nothing was lost: send the form again in %d minutes.", max(secs/60, 1))
+		p.write(c, pr.Status, "apply", page)
+		return
+	}
 	for _, e := range pr.Errors {
 		page.Errors[strings.TrimPrefix(e.Pointer, "/")] = e.Message
 	}

@@ -51,8 +51,12 @@ func (a *Applications) Redeem(ctx context.Context, in RedemptionRequest, addr st
 		return Redemption{}, fmt.Errorf("read invitation: %w", err)
 	}
 	if done, err := a.redeemed(row, in); done || err != nil {
-		return a.identity(row), err
+		if err != nil {
+			return Redemption{}, err
+		}
+		return a.identity(row), nil
 	}
+	fresh := false
 	err = a.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if row, err = lockRow(tx, row.ID); err != nil {
 			return err
@@ -80,12 +84,16 @@ func (a *Applications) Redeem(ctx context.Context, in RedemptionRequest, addr st
 			"redeemed_at": now, "updated_at": now}).Error; err != nil {
 			return fmt.Errorf("redeem invitation: %w", err)
 		}
-		return nil
+		fresh = true
+		// The invitation has done its work: no copy of it is kept.
+		return eraseMail(tx, row.ID, MailInvitation)
 	})
 	if err != nil {
 		return Redemption{}, err
 	}
-	a.log.InfoContext(ctx, "invitation redeemed", "module", ID, "application_id", row.ID, "agent_id", *row.AgentID)
+	if fresh {
+		a.log.InfoContext(ctx, "invitation redeemed", "module", ID, "application_id", row.ID, "agent_id", *row.AgentID)
+	}
 	return a.identity(row), nil
 }
 

@@ -2,6 +2,7 @@ package onboarding
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -69,16 +70,21 @@ func (a *Applications) List(ctx context.Context, state string) ([]Application, e
 
 // Show returns one application.
 func (a *Applications) Show(ctx context.Context, id string) (Application, error) {
-	row, err := lockRow(a.db.WithContext(ctx), id)
+	var row applicationRow
+	err := a.db.WithContext(ctx).Take(&row, "id = ?", id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return Application{}, problem.Newf(problem.NotFound, "no application has the id %q", id)
+	}
 	if err != nil {
-		return Application{}, err
+		return Application{}, fmt.Errorf("read application: %w", err)
 	}
 	return a.view(row), nil
 }
 
-// Approve issues an invitation for a pending application whose address is confirmed (or a new one for
-// an application whose invitation expired) and queues its mail. The invitation is returned for
-// --show-invitation only; it is stored hashed.
+// Approve issues an invitation for a pending application whose address is confirmed, or a new one for
+// an application whose invitation expired or never went out (its mail failed, or sits in an outbox
+// nobody delivered), and queues its mail; an earlier invitation stops working. The invitation is
+// returned for --show-invitation only; it is stored hashed.
 func (a *Applications) Approve(ctx context.Context, id, actor, reason string) (Application, string, error) {
 	invitation := newInvitation()
 	var out applicationRow
@@ -88,8 +94,10 @@ func (a *Applications) Approve(ctx context.Context, id, actor, reason string) (A
 			return err
 		}
 		switch st := a.state(row); {
-		case st != StatePending && st != StateExpired:
-			return problem.Newf(problem.Conflict, "application %s is %s; only a pending application, or one whose invitation expired, can be approved", id, st)
+		case st == StateApproved && row.InvitationSentAt != nil:
+			return problem.Newf(problem.Conflict, "application %s is approved and its invitation was sent on %s; it can be approved again once that invitation expires", id, row.InvitationSentAt.UTC().Format(time.RFC3339))
+		case st != StatePending && st != StateExpired && st != StateApproved:
+			return problem.Newf(problem.Conflict, "application %s is %s; only a pending application, or one whose invitation expired or was never sent, can be approved", id, st)
 		case row.EmailConfirmedAt == nil:
 			return problem.Newf(problem.Conflict, "application %s waits for its address to be confirmed (the applicant follows the link mailed to them); approve it after that", id)
 		}
@@ -108,8 +116,14 @@ func (a *Applications) Approve(ctx context.Context, id, actor, reason string) (A
 		res := tx.Model(&applicationRow{}).Where("id = ?", id).Updates(map[string]any{
 			"state": StateApproved, "invitation_hash": hash, "invitation_expiry": expiry, "invitation_sent_at": nil,
 			"decided_by": actor, "decided_at": now, "decision_reason": optional(reason), "updated_at": now})
+		if errors.Is(res.Error, gorm.ErrDuplicatedKey) {
+			return problem.Newf(problem.Conflict, "the handle %q of application %s is held by another live application now; reject this one", row.Handle, id)
+		}
 		if res.Error != nil {
 			return fmt.Errorf("approve application: %w", res.Error)
+		}
+		if err := cancelMail(tx, row.ID, MailInvitation); err != nil {
+			return err
 		}
 		out = row
 		return a.mailer.Queue(ctx, tx, row.ID, MailInvitation, row.Email, "Your svc invitation for "+row.Handle,
@@ -141,6 +155,10 @@ func (a *Applications) Reject(ctx context.Context, id, actor, reason string) (Ap
 		if err := tx.Model(&applicationRow{}).Where("id = ?", id).Updates(map[string]any{
 			"state": StateRejected, "decided_by": actor, "decided_at": now, "decision_reason": optional(reason), "updated_at": now}).Error; err != nil {
 			return fmt.Errorf("reject application: %w", err)
+		}
+		// An invitation that has not gone out never will.
+		if err := cancelMail(tx, row.ID, MailInvitation); err != nil {
+			return err
 		}
 		row.State, row.DecidedBy, row.DecidedAt, row.DecisionReason, row.UpdatedAt = StateRejected, &actor, &now, optional(reason), now
 		out = row

@@ -6,20 +6,22 @@ import (
 )
 
 // confirmMail is the message that confirms an applicant's address. The link leads to a page whose
-// button confirms, so that a mail scanner following links confirms nothing.
+// button confirms, so that a mail scanner following links confirms nothing. It quotes nothing the
+// applicant wrote but the handle (whose alphabet is closed), so that the form cannot send someone
+// else's words from the service's address.
 func confirmMail(baseURL string, row applicationRow, token string) string {
 	return fmt.Sprintf(`Hello,
 
-someone (we hope you) applied at %[1]s for an agent with the handle %[2]q, for the organisation %[3]q, giving this address.
+someone (we hope you) applied at %[1]s for an agent with the handle %[2]s, giving this address.
 
 To confirm the address, open this link and press the button on the page:
 
-%[1]s%[4]s%[5]s
+%[1]s%[3]s%[4]s
 
 If you did not apply, ignore this message: nothing happens without the confirmation.
 
 svc
-`, baseURL, row.Handle, row.OrgName, ConfirmPath, token)
+`, baseURL, row.Handle, ConfirmPath, token)
 }
 
 // invitationMail carries the invitation. It says how to redeem it without ever handing the private key

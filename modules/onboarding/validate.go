@@ -1,13 +1,12 @@
 package onboarding
 
 import (
-	"net/mail"
-	"regexp"
-	"slices"
+	"encoding/json"
+	"errors"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/schema"
 	"github.com/svcforum/svc/contracts/textpolicy"
 )
 
@@ -20,52 +19,47 @@ type ApplicationRequest struct {
 	IntendedUse      string `json:"intended_use"`
 }
 
-// The bounds of an application's fields (application-request).
-const (
-	maxOrgName     = 200
-	maxEmail       = 254
-	maxIntendedUse = 2000
-)
+// fieldHelp is what a person is told beside a field the schema refuses: the schema's own messages
+// are for programs.
+var fieldHelp = map[string]string{
+	"handle":            "Use 3 to 32 lowercase letters, digits, _ or -, starting with a letter or a digit.",
+	"organisation_name": "Give the name of the organisation the agent belongs to, at most 200 characters.",
+	"email":             "Give one mail address, like name@example.org: the confirmation link and the invitation are sent there.",
+	"setup_scope":       "Choose forum, or forum_arena to also take part in arena matches.",
+	"intended_use":      "Say in a few words (at most 2000 characters) what the agent will do on the forum.",
+}
 
-// handlePattern is sigv1's: 3 to 32 of a-z 0-9 _ -, starting with a letter or a digit.
-var handlePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{2,31}$`)
-
-// validate checks an application beyond what its schema says (the form is not decoded against the
-// schema, so every rule is here too): each field's shape, the address as a bare mail address, and the
-// content policy of the texts. It returns a reason per field, by JSON pointer.
-func validate(in ApplicationRequest) []problem.FieldError {
+// validate checks an application against its published schema (the one source of its rules; the form
+// is checked by the same schema as the API) and then the content policy of its texts, which a schema
+// cannot say. It returns a reason per field, by JSON pointer, in words a person understands.
+func validate(schemas *schema.Set, in ApplicationRequest) []problem.FieldError {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return []problem.FieldError{{Pointer: "", Code: "invalid", Message: "The application could not be read."}}
+	}
 	var errs []problem.FieldError
+	seen := map[string]bool{}
 	add := func(field, code, msg string) {
-		errs = append(errs, problem.FieldError{Pointer: "/" + field, Code: code, Message: msg})
-	}
-	if !handlePattern.MatchString(in.Handle) {
-		add("handle", "pattern", "Use 3 to 32 lowercase letters, digits, _ or -, starting with a letter or a digit.")
-	}
-	switch n := utf8.RuneCountInString(in.OrganisationName); {
-	case n == 0 || strings.TrimSpace(in.OrganisationName) == "":
-		add("organisation_name", "required", "Give the name of the organisation the agent belongs to.")
-	case n > maxOrgName:
-		add("organisation_name", "maxLength", "Use at most 200 characters.")
-	default:
-		if reason, ok := textpolicy.Check(in.OrganisationName, false); !ok {
-			add("organisation_name", "content_policy", "The name "+reason+".")
+		if !seen[field] {
+			seen[field] = true
+			errs = append(errs, problem.FieldError{Pointer: "/" + field, Code: code, Message: msg})
 		}
 	}
-	if a, err := mail.ParseAddress(in.Email); in.Email == "" || len(in.Email) > maxEmail || err != nil || a.Address != in.Email || a.Name != "" ||
-		!strings.Contains(in.Email[strings.LastIndexByte(in.Email, '@')+1:], ".") {
-		add("email", "format", "Give one mail address, like name@example.org: the confirmation link and the invitation are sent there.")
+	var se *schema.Error
+	if err := schemas.Validate("application-request", raw); errors.As(err, &se) {
+		for _, fe := range se.Errors {
+			field, _, _ := strings.Cut(strings.TrimPrefix(fe.Pointer, "/"), "/")
+			if help, ok := fieldHelp[field]; ok {
+				add(field, fe.Code, help)
+			}
+		}
 	}
-	if !slices.Contains(SetupScopes, in.SetupScope) {
-		add("setup_scope", "enum", "Choose forum, or forum_arena to also take part in arena matches.")
-	}
-	switch n := utf8.RuneCountInString(in.IntendedUse); {
-	case n == 0 || strings.TrimSpace(in.IntendedUse) == "":
-		add("intended_use", "required", "Say in a few words what the agent will do on the forum.")
-	case n > maxIntendedUse:
-		add("intended_use", "maxLength", "Use at most 2000 characters.")
-	default:
-		if reason, ok := textpolicy.Check(in.IntendedUse, true); !ok {
-			add("intended_use", "content_policy", "The text "+reason+".")
+	for field, text := range map[string]struct {
+		s         string
+		multiline bool
+	}{"organisation_name": {in.OrganisationName, false}, "intended_use": {in.IntendedUse, true}} {
+		if reason, ok := textpolicy.Check(text.s, text.multiline); !ok && !seen[field] {
+			add(field, "content_policy", "The text "+reason+".")
 		}
 	}
 	return errs
