@@ -95,14 +95,41 @@ func observe(listener string, log *slog.Logger, m *httpMetrics) gin.HandlerFunc 
 // token): the access log writes the route's other parameters but never its value.
 const SecretParam = "token"
 
-// loggedPath is the request's path as the access log writes it: with the value of SecretParam replaced.
+// loggedPath is the request's path as the access log writes it, never with a secret: a matched route's
+// path is rebuilt from its pattern with SecretParam's segment hidden; an unmatched one has no parameters
+// to go by, so every segment that could be a token is hidden.
 func loggedPath(c *gin.Context) string {
-	path := c.Request.URL.Path
-	if v := c.Param(SecretParam); v != "" {
-		path = strings.Replace(path, v, "(secret)", 1)
+	route := c.FullPath()
+	if route == "" {
+		return hideTokens(c.Request.URL.Path)
 	}
-	return path
+	segs := strings.Split(route, "/")
+	for i, s := range segs {
+		switch {
+		case s == ":"+SecretParam:
+			segs[i] = "(secret)"
+		case strings.HasPrefix(s, ":"):
+			segs[i] = c.Param(s[1:])
+		case strings.HasPrefix(s, "*"): // a catch-all's value is the rest of the path, as sent
+			segs[i] = hideTokens(strings.TrimPrefix(c.Param(s[1:]), "/"))
+		}
+	}
+	return strings.Join(segs, "/")
 }
+
+// hideTokens writes each segment of path that looks like a token as (secret): 40 or more base64url
+// characters (tokens have 43; a UUID, 36, stays readable).
+func hideTokens(path string) string {
+	segs := strings.Split(path, "/")
+	for i, s := range segs {
+		if len(s) >= 40 && strings.Trim(s, base64url) == "" {
+			segs[i] = "(secret)"
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
+const base64url = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
 // metricMethod bounds the method label: a client inventing methods must not invent metric series.
 func metricMethod(m string) string {

@@ -1,6 +1,7 @@
 // Package bind reads a request's JSON body the one way svc accepts it (WIRE.md sections 5 and 6): the
-// content type must be application/json (415), the body at most MaxBody bytes (413), and the bytes are
-// decoded strictly against the published schema of their shape (422 with a pointer per reason).
+// content type must be application/json and the body unencoded (415), the body at most MaxBody bytes
+// (413), and the bytes are decoded strictly against the published schema of their shape (422 with a
+// pointer per reason).
 package bind
 
 import (
@@ -38,9 +39,9 @@ func JSON(c *gin.Context, set *schema.Set, name string, dst any) bool {
 }
 
 // Body returns the raw body of a JSON request, or the problem that refuses it: more than one
-// Content-Type header (400), a content type other than application/json (415), or more than MaxBody
-// bytes (413). The agent-plane guard has usually read
-// the body already (under gin.BodyBytesKey); it is then not read again.
+// Content-Type header (400), a content type other than application/json (415), a Content-Encoding
+// other than identity (415), or more than MaxBody bytes (413). The agent-plane guard has usually read the
+// body already (under gin.BodyBytesKey); it is then not read again.
 func Body(c *gin.Context) ([]byte, *problem.Problem) {
 	// Two Content-Type headers are two claims about one body: which one a proxy or a library believes
 	// is a guess, so the request is refused rather than read under either.
@@ -49,6 +50,11 @@ func Body(c *gin.Context) ([]byte, *problem.Problem) {
 	}
 	if p := CheckContentType(c.GetHeader("Content-Type")); p != nil {
 		return nil, p
+	}
+	// A body is read as sent, never decoded: one whose header says it is encoded is refused rather than
+	// read as something its header says it is not.
+	if encoded(c.Request.Header) {
+		return nil, problem.New(problem.UnsupportedMediaType, "Content-Encoding is not supported: send the body unencoded.")
 	}
 	if b, ok := c.Get(gin.BodyBytesKey); ok {
 		if raw, ok := b.([]byte); ok {
@@ -89,6 +95,18 @@ func CheckContentType(header string) *problem.Problem {
 	}
 	return problem.New(problem.UnsupportedMediaType,
 		fmt.Sprintf("Content-Type must be application/json (got %q).", shown))
+}
+
+// encoded reports whether a Content-Encoding header names a coding other than identity.
+func encoded(h http.Header) bool {
+	for _, v := range h.Values("Content-Encoding") {
+		for ce := range strings.SplitSeq(v, ",") {
+			if ce = strings.TrimSpace(ce); ce != "" && !strings.EqualFold(ce, "identity") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func tooLarge() *problem.Problem {

@@ -14,7 +14,7 @@ import (
 	"github.com/svcforum/svc/contracts/schema"
 )
 
-func serve(contentType string, body []byte, chunked bool) *httptest.ResponseRecorder {
+func serve(contentType string, body []byte, chunked bool, encodings ...string) *httptest.ResponseRecorder {
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.POST("/", func(c *gin.Context) {
@@ -33,6 +33,9 @@ func serve(contentType string, body []byte, chunked bool) *httptest.ResponseReco
 		if ct != "" {
 			req.Header.Add("Content-Type", ct)
 		}
+	}
+	for _, ce := range encodings {
+		req.Header.Add("Content-Encoding", ce)
 	}
 	w := httptest.NewRecorder()
 	e.ServeHTTP(w, req)
@@ -71,6 +74,41 @@ func TestJSON(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := serve(tc.contentType, tc.body, tc.chunked)
 			if w.Code != tc.status || code(t, w) != tc.code {
+				t.Fatalf("%d %s", w.Code, w.Body)
+			}
+		})
+	}
+}
+
+// A body is read as sent: any Content-Encoding but identity is refused, before its size is looked at, on
+// every JSON route (the agent plane's guard refuses it first on signed ones).
+func TestJSONRefusesContentEncoding(t *testing.T) {
+	ok := []byte(`{"echo":"hi"}`)
+	big := []byte(`{"echo":"` + strings.Repeat("a", bind.MaxBody) + `"}`)
+	cases := []struct {
+		name      string
+		encodings []string
+		body      []byte
+		status    int
+	}{
+		{"gzip", []string{"gzip"}, ok, 415},
+		{"br", []string{"br"}, ok, 415},
+		{"unknown coding", []string{"x-made-up"}, ok, 415},
+		{"gzip and too large", []string{"gzip"}, big, 415},
+		{"identity then gzip", []string{"identity, gzip"}, ok, 415},
+		{"a second header", []string{"identity", "gzip"}, ok, 415},
+		{"identity", []string{"identity"}, ok, 200},
+		{"identity in capitals", []string{"IDENTITY"}, ok, 200},
+		{"empty", []string{""}, ok, 200},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := serve("application/json", tc.body, false, tc.encodings...)
+			want := ""
+			if tc.status != 200 {
+				want = "unsupported_media_type"
+			}
+			if w.Code != tc.status || code(t, w) != want {
 				t.Fatalf("%d %s", w.Code, w.Body)
 			}
 		})

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"bytes"
+	jsonv1 "encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -112,11 +113,48 @@ func flatten(ve *jsonschema.ValidationError) []problem.FieldError {
 			if kp := e.ErrorKind.KeywordPath(); len(kp) > 0 {
 				code = kp[len(kp)-1]
 			}
-			out = append(out, problem.FieldError{Pointer: at, Code: code, Message: e.ErrorKind.LocalizedString(printer)})
+			out = append(out, problem.FieldError{Pointer: at, Code: code, Message: ruleMessage(e.ErrorKind)})
 		}
 	}
 	walk(ve)
 	return dedupe(out)
+}
+
+// ruleMessage names the rule a value broke without quoting the value, which may be a secret (WIRE.md
+// section 4); the validator's own messages quote it for some rules.
+func ruleMessage(k jsonschema.ErrorKind) string {
+	switch k := k.(type) {
+	case *kind.Pattern:
+		return "the value does not match the pattern " + k.Want
+	case *kind.Format:
+		return "the value is not a valid " + k.Want
+	case *kind.Const:
+		return "the value must be " + shown(k.Want)
+	case *kind.Enum:
+		want := make([]string, len(k.Want))
+		for i, w := range k.Want {
+			want[i] = shown(w)
+		}
+		return "the value must be one of " + strings.Join(want, ", ")
+	case *kind.PropertyNames:
+		return "the member name is not allowed here"
+	case *kind.ContentEncoding:
+		return "the value is not " + k.Want + " encoded"
+	case *kind.ContentMediaType:
+		return "the value is not of media type " + k.Want
+	}
+	return k.LocalizedString(printer)
+}
+
+// shown writes a value of the schema (never of the request) as JSON; the validator holds its numbers
+// as encoding/json's Number.
+func shown(v any) string {
+	number := json.MarshalFunc(func(n jsonv1.Number) ([]byte, error) { return []byte(n), nil })
+	b, err := json.Marshal(v, json.Deterministic(true), json.WithMarshalers(number))
+	if err != nil {
+		return "the value the schema gives"
+	}
+	return string(b)
 }
 
 func dedupe(in []problem.FieldError) []problem.FieldError {

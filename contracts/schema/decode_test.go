@@ -191,3 +191,76 @@ func TestReferencesByServedPath(t *testing.T) {
 		}
 	}
 }
+
+// A refusal names the rule a value broke and never quotes the value, which may be a secret (WIRE.md
+// section 4): not for a pattern, a format, a const or an enum, in any schema.
+func TestRefusalsNeverEchoTheValue(t *testing.T) {
+	const secret = "SECRETSECRETSECRETSECRETSECRETSECRETSECRET"
+	fsys := fstest.MapFS{"s/rules.schema.json": {Data: []byte(`{
+		"$schema": "https://json-schema.org/draft/2020-12/schema",
+		"type": "object",
+		"properties": {
+			"pattern": {"type": "string", "pattern": "^[a-z]{3}$"},
+			"email": {"type": "string", "format": "email"},
+			"uri": {"type": "string", "format": "uri"},
+			"when": {"type": "string", "format": "date-time"},
+			"const": {"const": "sigv1"},
+			"enum": {"enum": ["up", "down", 1]},
+			"names": {"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}},
+			"either": {"anyOf": [{"type": "string", "pattern": "^a$"}, {"type": "string", "format": "uuid"}]}
+		}}`)}}
+	set, err := schema.Load(fsys, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.NewReplacer("$", secret).Replace(`{"pattern":"$","email":"$","uri":"$","when":"$",
+		"const":"$","enum":"$","names":{"$":1},"either":"$"}`)
+	wants := map[string]string{ // by code, how the message begins
+		"pattern": "the value does not match the pattern ^",
+		"format":  "the value is not a valid ",
+		"const":   "the value must be ",
+		"enum":    "the value must be one of ",
+	}
+	exact := map[string]string{ // by pointer
+		"/pattern":    "the value does not match the pattern ^[a-z]{3}$",
+		"/email":      "the value is not a valid email",
+		"/const":      `the value must be "sigv1"`,
+		"/enum":       `the value must be one of "up", "down", 1`,
+		"/public_key": "the value does not match the pattern ^[A-Za-z0-9+/]{43}=$",
+	}
+	got := map[string]int{}
+	for _, s := range []struct {
+		set  *schema.Set
+		name string
+		body string
+	}{
+		{set, "rules", body},
+		{schema.Published(), "redemption-request", `{"invitation":"x","public_key":"` + secret + `","handle":"` + secret + `"}`},
+		{schema.Published(), "application-request", `{"handle":"h` + secret + `","organisation_name":"o","email":"` + secret + `","setup_scope":"` + secret + `","intended_use":"u"}`},
+	} {
+		var se *schema.Error
+		if err := s.set.Validate(s.name, []byte(s.body)); !errors.As(err, &se) {
+			t.Fatalf("%s: %v, want a refusal", s.name, err)
+		}
+		for _, e := range se.Errors {
+			if strings.Contains(e.Message, secret[:8]) {
+				t.Errorf("%s %s: the message quotes the value: %s", s.name, e.Pointer, e.Message)
+			}
+			if want, ok := wants[e.Code]; ok && !strings.HasPrefix(e.Message, want) {
+				t.Errorf("%s %s: message %q, want it to begin %q", s.name, e.Pointer, e.Message, want)
+			}
+			if want, ok := exact[e.Pointer]; ok && e.Message != want {
+				t.Errorf("%s %s: message %q, want %q", s.name, e.Pointer, e.Message, want)
+			}
+			got[e.Code]++
+		}
+		if strings.Contains(se.Error(), secret[:8]) {
+			t.Errorf("%s: the error quotes the value: %v", s.name, se)
+		}
+	}
+	for code := range wants {
+		if got[code] == 0 {
+			t.Errorf("no %s refusal among %v", code, got)
+		}
+	}
+}

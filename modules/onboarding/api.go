@@ -61,10 +61,6 @@ func (a *API) redeem(c *gin.Context) {
 		render.Abort(c, p)
 		return
 	}
-	if ce := c.GetHeader("Content-Encoding"); ce != "" && ce != "identity" {
-		render.Abort(c, problem.New(problem.UnsupportedMediaType, "Content-Encoding is not supported: send the body unencoded, as it was signed."))
-		return
-	}
 	if pointer, found := privateKeyIn(raw); found {
 		render.Abort(c, problem.New(problem.PrivateKeyRefused, "The body holds a private key. Send the public key only; the private key stays on the machine where it was made, and this one is no longer secret: make a new key.").With("pointer", pointer))
 		return

@@ -3,6 +3,7 @@ package sigv1_test
 // Tests of the guard's rate limits (reliability.md section 6; section 8 scenarios 40, 41, 42).
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"net/http"
@@ -284,5 +285,42 @@ func TestLimitStoreUnavailableWriteAdmissionNot500(t *testing.T) {
 		r := w.send(t, a, "POST", "/write-admission", []byte(`{}`), "adm")
 		testkit.Expect(t, r, 503, "not_ready")
 		gtRetryAfter(t, r)
+	})
+}
+
+// TestLimitPruneKeepsLongWindows: the pruner, which runs with the guard's 1-minute window, keeps another
+// module's 1-hour window (port.Limits) until twice its own length has passed, so its count is not reset
+// early; a 1-minute window of the same time is pruned.
+func TestLimitPruneKeepsLongWindows(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := newWorld(t, dialect)
+		ctx := context.Background()
+		t0 := w.clock.Now()
+		for _, hit := range []struct {
+			bucket string
+			window time.Duration
+		}{{"test:hour", time.Hour}, {"test:hour", time.Hour}, {"test:minute", time.Minute}} {
+			if ok, _, err := w.limiter.Take(ctx, hit.bucket, 2, hit.window, t0); err != nil || !ok {
+				t.Fatalf("a hit within the limit on %s: %v, %v", hit.bucket, ok, err)
+			}
+		}
+		later := t0.Add(5 * time.Minute)
+		n, err := w.limiter.Prune(ctx, w.cfg.RateWindow, later)
+		if err != nil || n != 1 {
+			t.Fatalf("pruned %d, %v; want the 1-minute window only", n, err)
+		}
+		for bucket, want := range map[string]int64{"test:hour": 1, "test:minute": 0} {
+			var rows int64
+			if err := w.db.Table("sigv1_rate_windows").Where("bucket = ?", bucket).Count(&rows).Error; err != nil || rows != want {
+				t.Errorf("%s: %d rows, %v; want %d", bucket, rows, err, want)
+			}
+		}
+		if ok, retry, err := w.limiter.Take(ctx, "test:hour", 2, time.Hour, later); err != nil || ok || retry != 55*60 {
+			t.Fatalf("the third hit in the hour: ok %v, retry after %d, %v; want refused for 3300 s", ok, retry, err)
+		}
+		// The hour's window goes once twice its length has passed.
+		if n, err := w.limiter.Prune(ctx, w.cfg.RateWindow, t0.Add(2*time.Hour)); err != nil || n != 1 {
+			t.Fatalf("pruned %d, %v at the end; want the 1-hour window", n, err)
+		}
 	})
 }
