@@ -1,7 +1,6 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -12,24 +11,18 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"mime"
-	"mime/quotedprintable"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/mail"
 	"net/url"
 	"os/exec"
 	"regexp"
-	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/emersion/go-smtp"
 	"github.com/google/uuid"
 	"go.uber.org/fx"
 
@@ -37,6 +30,7 @@ import (
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/sigv1/signer"
+	"github.com/svcforum/svc/testkit/mailsink"
 )
 
 // The onboarding plane on the assembled service (WIRE.md section 11): the real sigv1 verifies the new
@@ -44,148 +38,6 @@ import (
 // the test process receives it. Links and invitations are read from the mail as a person reads them,
 // never from the database. The service's base URL is discoveryBase: baseClient (and Chromium's host
 // rules) reach the public listener under that name, so links are followed exactly as mailed.
-
-// mailSink is a real SMTP server in the test process that keeps every message it receives, decoded.
-type mailSink struct {
-	mu   sync.Mutex
-	msgs []sunkMail
-	addr string
-}
-
-// sunkMail is one message as its recipient reads it: the envelope, the headers and the decoded text.
-type sunkMail struct {
-	From, To string // the SMTP envelope
-	Header   mail.Header
-	Subject  string
-	Text     string // the decoded text/plain body, with "\n" line ends
-	Err      error  // the message could not be read as a text/plain mail
-}
-
-func startMailSink(t *testing.T) *mailSink {
-	t.Helper()
-	s := &mailSink{}
-	srv := smtp.NewServer(s)
-	srv.Domain = "sink.test"
-	srv.AllowInsecureAuth = true
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.addr = l.Addr().String()
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return s
-}
-
-// url is the service's --onboarding-smtp-url for the sink: plain SMTP, no STARTTLS.
-func (s *mailSink) url() string { return "smtp://" + s.addr + "?tls=none" }
-
-// wait returns the first message to the address whose subject contains subject, polling until it
-// arrives or within passes.
-func (s *mailSink) wait(t *testing.T, to, subject string, within time.Duration) sunkMail {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		s.mu.Lock()
-		msgs := slices.Clone(s.msgs)
-		s.mu.Unlock()
-		for _, m := range msgs {
-			if m.To == to && strings.Contains(m.Subject, subject) {
-				if m.Err != nil {
-					t.Fatalf("the mail to %s: %v", to, m.Err)
-				}
-				return m
-			}
-		}
-		if time.Now().After(deadline) {
-			var got []string
-			for _, m := range msgs {
-				got = append(got, m.To+": "+m.Subject)
-			}
-			t.Fatalf("no mail to %s about %q within %s; received %q", to, subject, within, got)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// count returns how many messages went to the address.
-func (s *mailSink) count(to string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, m := range s.msgs {
-		if m.To == to {
-			n++
-		}
-	}
-	return n
-}
-
-func (s *mailSink) NewSession(*smtp.Conn) (smtp.Session, error) { return &sinkSession{s: s}, nil }
-
-type sinkSession struct {
-	s        *mailSink
-	from, to string
-}
-
-func (x *sinkSession) Reset()        {}
-func (x *sinkSession) Logout() error { return nil }
-func (x *sinkSession) Mail(from string, _ *smtp.MailOptions) error {
-	x.from = from
-	return nil
-}
-func (x *sinkSession) Rcpt(to string, _ *smtp.RcptOptions) error {
-	x.to = to
-	return nil
-}
-func (x *sinkSession) Data(r io.Reader) error {
-	raw, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	m := readMail(raw)
-	m.From, m.To = x.from, x.to
-	x.s.mu.Lock()
-	defer x.s.mu.Unlock()
-	x.s.msgs = append(x.s.msgs, m)
-	return nil
-}
-
-// readMail decodes a message as a mail reader does: the subject's encoded words, and the body's
-// transfer encoding (quoted-printable folds long lines with soft breaks, "=\r\n", that are no part of
-// the text).
-func readMail(raw []byte) sunkMail {
-	msg, err := mail.ReadMessage(bytes.NewReader(raw))
-	if err != nil {
-		return sunkMail{Err: fmt.Errorf("parse: %w", err)}
-	}
-	out := sunkMail{Header: msg.Header}
-	if out.Subject, err = new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject")); err != nil {
-		return sunkMail{Err: fmt.Errorf("subject: %w", err)}
-	}
-	if mt, _, err := mime.ParseMediaType(msg.Header.Get("Content-Type")); err != nil || mt != "text/plain" {
-		out.Err = fmt.Errorf("Content-Type %q, want text/plain (%v)", msg.Header.Get("Content-Type"), err)
-		return out
-	}
-	body := msg.Body
-	switch cte := strings.ToLower(msg.Header.Get("Content-Transfer-Encoding")); cte {
-	case "quoted-printable":
-		body = quotedprintable.NewReader(body)
-	case "base64":
-		body = base64.NewDecoder(base64.StdEncoding, body)
-	case "", "7bit", "8bit":
-	default:
-		out.Err = fmt.Errorf("Content-Transfer-Encoding %q", cte)
-		return out
-	}
-	text, err := io.ReadAll(body)
-	if err != nil {
-		out.Err = fmt.Errorf("body: %w", err)
-		return out
-	}
-	out.Text = strings.ReplaceAll(string(text), "\r\n", "\n")
-	return out
-}
 
 // offsetClock is the service's clock moved by a duration the test sets (0 at first): a test can let
 // an invitation run out without waiting for it.
@@ -200,7 +52,7 @@ func (c offsetClock) Now() time.Time { return c.base.Now().Add(time.Duration(c.o
 type onboardingService struct {
 	cfg    Config
 	env    map[string]string // the operator's command line: the same database, mail server and base URL
-	sink   *mailSink
+	sink   *mailsink.Sink
 	run    running
 	public string // the public listener, http://127.0.0.1:port
 	edge   string // the agent edge, http://127.0.0.1:port
@@ -214,15 +66,15 @@ func startOnboarding(t *testing.T, dialect string, mods []plugin.Descriptor) *on
 	if mods == nil {
 		mods = allModules(t)
 	}
-	s := &onboardingService{sink: startMailSink(t), offset: new(atomic.Int64)}
+	s := &onboardingService{sink: mailsink.Start(t), offset: new(atomic.Int64)}
 	s.cfg = testConfig(t, dialect)
 	s.cfg.BaseURL = discoveryBase
-	s.cfg.Settings = settings{DefaultSettings(), map[string]any{"onboarding-smtp-url": s.sink.url()}}
+	s.cfg.Settings = settings{DefaultSettings(), map[string]any{"onboarding-smtp-url": s.sink.URL()}}
 	s.cfg.Jobs.PollInterval = 50 * time.Millisecond
 	s.env = map[string]string{
 		"SVC_DATABASE_URL":              s.cfg.DatabaseURL,
 		"SVC_BASE_URL":                  discoveryBase,
-		"SVC_ONBOARDING_SMTP_URL":       s.sink.url(),
+		"SVC_ONBOARDING_SMTP_URL":       s.sink.URL(),
 		"SVC_ONBOARDING_INVITATION_TTL": "168h",
 	}
 	clock := fx.Decorate(func(c port.Clock) port.Clock { return offsetClock{base: c, offset: s.offset} })
@@ -331,7 +183,7 @@ func (s *onboardingService) apply(t *testing.T, handle, email string) map[string
 // confirmByMail follows the confirmation link mailed to the address and presses the page's button.
 func (s *onboardingService) confirmByMail(t *testing.T, email string) {
 	t.Helper()
-	link := mustFind(t, confirmLinkInMail, s.sink.wait(t, email, "Confirm your address", time.Minute).Text)
+	link := mustFind(t, confirmLinkInMail, s.sink.Wait(t, email, "Confirm your address", time.Minute).Text)
 	b := newFormBrowser(t, s)
 	page, token := b.get(t, link)
 	if page.status != http.StatusOK || token == "" {
@@ -360,7 +212,7 @@ func (s *onboardingService) invitation(t *testing.T, env map[string]string, hand
 	created = s.apply(t, handle, email)
 	s.confirmByMail(t, email)
 	s.approve(t, env, created["application_id"].(string))
-	return created, mustFind(t, invitationInMail, s.sink.wait(t, email, "invitation", time.Minute).Text)
+	return created, mustFind(t, invitationInMail, s.sink.Wait(t, email, "invitation", time.Minute).Text)
 }
 
 // statusOf reads an application's status through the onboarding API, with the token of its status
@@ -493,7 +345,7 @@ func TestOnboardingFlow(t *testing.T) {
 
 			// Following the mailed link shows a button and confirms nothing by itself (a mail scanner
 			// opens links too).
-			m := s.sink.wait(t, email, "Confirm your address", time.Minute)
+			m := s.sink.Wait(t, email, "Confirm your address", time.Minute)
 			if from, err := mail.ParseAddress(m.Header.Get("From")); err != nil || from.Address != "noreply@svc.test" || !strings.Contains(m.Text, "the handle "+handle+",") || strings.Contains(m.Text, "Lentil Lab") {
 				t.Errorf("confirmation mail from %q: %q", m.Header.Get("From"), m.Text)
 			}
@@ -555,7 +407,7 @@ func TestOnboardingFlow(t *testing.T) {
 				t.Fatalf("approve printed the invitation without --show-invitation: %s", stdout)
 			}
 
-			m := s.sink.wait(t, email, "Your svc invitation for "+handle, time.Minute)
+			m := s.sink.Wait(t, email, "Your svc invitation for "+handle, time.Minute)
 			invitation = mustFind(t, invitationInMail, m.Text)
 			if n := strings.Count(m.Text, "svcinv_"); n != 1 {
 				t.Fatalf("the mail holds %d invitations: %q", n, m.Text)
@@ -657,7 +509,7 @@ func TestOnboardingFlow(t *testing.T) {
 				t.Fatalf("--show-invitation: application %v", out["application"])
 			}
 			// It is the very invitation that is mailed, and it redeems.
-			if mailed := mustFind(t, invitationInMail, s.sink.wait(t, e, "invitation", time.Minute).Text); mailed != printed {
+			if mailed := mustFind(t, invitationInMail, s.sink.Wait(t, e, "invitation", time.Minute).Text); mailed != printed {
 				t.Fatalf("printed %s, mailed %s", printed, mailed)
 			}
 			key, pub := newKey(t)
@@ -826,7 +678,7 @@ func TestOnboardingFormRefusals(t *testing.T) {
 			if n := len(admin(t, s.env, "application", "list")["applications"].([]any)); n != 0 {
 				t.Fatalf("a refused form stored %d applications", n)
 			}
-			if n := s.sink.count("cy@example.org"); n != 0 {
+			if n := s.sink.Count("cy@example.org"); n != 0 {
 				t.Fatalf("a refused form sent %d messages", n)
 			}
 		})

@@ -8,18 +8,14 @@ package onboarding_test
 import (
 	"context"
 	"html"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/emersion/go-smtp"
 	"github.com/gin-gonic/gin"
 	"gorm.io/gorm"
 
@@ -130,76 +126,6 @@ func (b *browser) post(t testing.TB, path string, form url.Values) testkit.Resul
 		h.Set("Cookie", b.cookie)
 	}
 	return b.w.do(t, http.MethodPost, path, "application/x-www-form-urlencoded", form.Encode(), h)
-}
-
-// sink is a real SMTP server in the test process that keeps what it receives.
-type sink struct {
-	mu   sync.Mutex
-	msgs []received
-	fail bool // refuse every message (a server that is up but will not take mail)
-	addr string
-}
-
-type received struct {
-	From, To string
-	Data     string
-}
-
-func startSink(t testing.TB) *sink {
-	t.Helper()
-	s := &sink{}
-	srv := smtp.NewServer(s)
-	srv.Domain = "sink.test"
-	srv.AllowInsecureAuth = true
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.addr = l.Addr().String()
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return s
-}
-
-func (s *sink) url() string { return "smtp://" + s.addr + "?tls=none" }
-
-func (s *sink) messages() []received {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]received(nil), s.msgs...)
-}
-
-func (s *sink) NewSession(*smtp.Conn) (smtp.Session, error) { return &session{s: s}, nil }
-
-type session struct {
-	s        *sink
-	from, to string
-}
-
-func (x *session) Reset()        {}
-func (x *session) Logout() error { return nil }
-func (x *session) Mail(from string, _ *smtp.MailOptions) error {
-	x.from = from
-	return nil
-}
-func (x *session) Rcpt(to string, _ *smtp.RcptOptions) error {
-	x.s.mu.Lock()
-	defer x.s.mu.Unlock()
-	if x.s.fail {
-		return &smtp.SMTPError{Code: 451, Message: "try again later"}
-	}
-	x.to = to
-	return nil
-}
-func (x *session) Data(r io.Reader) error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	x.s.mu.Lock()
-	defer x.s.mu.Unlock()
-	x.s.msgs = append(x.s.msgs, received{From: x.from, To: x.to, Data: string(b)})
-	return nil
 }
 
 // sendAll runs the sender on every recorded job once, at attempt.

@@ -23,6 +23,7 @@ import (
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/onboarding"
 	"github.com/svcforum/svc/testkit"
+	"github.com/svcforum/svc/testkit/mailsink"
 )
 
 func application(handle, email string) string {
@@ -431,9 +432,9 @@ func privateKeyBodies(t testing.TB, invitation, key string, priv ed25519.Private
 func TestMailOverSMTP(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		t.Parallel()
-		s := startSink(t)
+		s := mailsink.Start(t)
 		cfg := onboarding.DefaultConfig()
-		cfg.SMTPURL = s.url()
+		cfg.SMTPURL = s.URL()
 		cfg.MailFrom = "svc <noreply@svc.test>"
 		w := newWorld(t, dialect, cfg)
 		r := w.apply(t, application("dal-bot", "ana@example.org"))
@@ -444,19 +445,18 @@ func TestMailOverSMTP(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		got := s.messages()
-		if len(got) != 1 || got[0].To != "ana@example.org" || got[0].From != "noreply@svc.test" || !strings.Contains(got[0].Data, "Subject: Confirm your address") {
+		got := s.Messages()
+		if len(got) != 1 || got[0].To != "ana@example.org" || got[0].From != "noreply@svc.test" || got[0].Subject != "Confirm your address for your svc application" || got[0].Err != nil {
 			t.Fatalf("received %+v", got)
 		}
-		body := strings.ReplaceAll(got[0].Data, "=\r\n", "")
-		confirm := mustMatch(t, confirmLink, body)
+		confirm := mustMatch(t, confirmLink, got[0].Text)
 		m := w.lastMail(t, onboarding.MailConfirm, "ana@example.org")
 		if m.State != onboarding.MailSent || m.Body != "" || m.SentAt == nil {
 			t.Fatalf("sent mail: %+v", m)
 		}
 		// Sending again (a job run twice) sends nothing more.
 		w.sendAll(t, 2)
-		if len(s.messages()) != 1 {
+		if len(s.Messages()) != 1 {
 			t.Fatal("a sent message was sent again")
 		}
 		if _, err := w.apps.Confirm(context.Background(), strings.TrimPrefix(confirm, onboarding.ConfirmPath)); err != nil {
@@ -471,8 +471,8 @@ func TestMailOverSMTP(t *testing.T) {
 			t.Fatalf("status before the invitation went out: %v", st)
 		}
 		w.sendAll(t, 1)
-		got = s.messages()
-		if len(got) != 2 || !invitationText.MatchString(got[1].Data) {
+		got = s.Messages()
+		if len(got) != 2 || !invitationText.MatchString(got[1].Text) {
 			t.Fatalf("invitation mail: %+v", got)
 		}
 		if st := w.do(t, http.MethodGet, statusPath, "", "", nil).JSON(t); st["invitation_sent_at"] == nil || strings.Contains(fmt.Sprint(st), "svcinv_") {
@@ -480,9 +480,7 @@ func TestMailOverSMTP(t *testing.T) {
 		}
 
 		// A server that refuses: the attempt fails and is recorded; the last attempt gives up.
-		s.mu.Lock()
-		s.fail = true
-		s.mu.Unlock()
+		s.Refuse(true)
 		testkit.Expect(t, w.apply(t, application("dal-two", "ben@example.org")), http.StatusCreated, "")
 		var rows []testkit.JobRow
 		w.db.Order("id desc").Limit(1).Find(&rows)
@@ -508,9 +506,9 @@ func TestMailOverSMTP(t *testing.T) {
 func TestLifecycle(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		t.Parallel()
-		s := startSink(t)
+		s := mailsink.Start(t)
 		cfg := onboarding.DefaultConfig()
-		cfg.SMTPURL = s.url()
+		cfg.SMTPURL = s.URL()
 		w := newWorld(t, dialect, cfg)
 		ctx := context.Background()
 
@@ -518,7 +516,7 @@ func TestLifecycle(t *testing.T) {
 		r := w.apply(t, application("late-bot", "late@example.org"))
 		testkit.Expect(t, r, http.StatusCreated, "")
 		w.sendAll(t, 1)
-		confirm := mustMatch(t, confirmLink, strings.ReplaceAll(s.messages()[0].Data, "=\r\n", ""))
+		confirm := mustMatch(t, confirmLink, s.Messages()[0].Text)
 		w.clock.Add(cfg.ConfirmTTL)
 		b := &browser{w: w}
 		if page, _ := b.get(t, confirm); page.Status != http.StatusNotFound || !strings.Contains(string(page.Body), "expired") {
@@ -534,9 +532,9 @@ func TestLifecycle(t *testing.T) {
 		if _, err := w.apps.Reject(ctx, id, "ops", "no"); err != nil {
 			t.Fatal(err)
 		}
-		before := len(s.messages())
+		before := len(s.Messages())
 		w.sendAll(t, 1)
-		if len(s.messages()) != before {
+		if len(s.Messages()) != before {
 			t.Fatal("a rejected application's invitation was sent")
 		}
 		if m := w.mailTo(t, "gone@example.org"); m.State != onboarding.MailCancelled || m.Body != "" {
@@ -546,22 +544,18 @@ func TestLifecycle(t *testing.T) {
 		// An invitation that never went out (its mail failed) can be issued again; the first stops
 		// working. Once one was sent, approving again waits for it to expire.
 		id, first := w.approvedQueued(t, s, "retry-bot", "retry@example.org")
-		s.mu.Lock()
-		s.fail = true
-		s.mu.Unlock()
+		s.Refuse(true)
 		var rows []testkit.JobRow
 		w.db.Order("id desc").Limit(1).Find(&rows)
 		job, _ := testkit.Job[onboarding.SendArgs](rows[0], cfg.MailAttempts)
 		_ = w.sender.Work(ctx, job)
-		s.mu.Lock()
-		s.fail = false
-		s.mu.Unlock()
+		s.Refuse(false)
 		_, second, err := w.apps.Approve(ctx, id, "ops", "the mail failed")
 		if err != nil || second == first {
 			t.Fatalf("approve again after a failed mail: %v", err)
 		}
 		w.sendAll(t, 1)
-		if got := s.messages(); !strings.Contains(got[len(got)-1].Data, second) {
+		if got := s.Messages(); !strings.Contains(got[len(got)-1].Text, second) {
 			t.Fatalf("the new invitation was not sent: %+v", got[len(got)-1])
 		}
 		k, _ := newKey(t)
@@ -596,16 +590,16 @@ func TestLifecycle(t *testing.T) {
 
 // approvedQueued applies, confirms (from the received mail) and approves an application with SMTP
 // configured, without sending its invitation yet, and returns its id and invitation.
-func (w *world) approvedQueued(t testing.TB, s *sink, handle, email string) (string, string) {
+func (w *world) approvedQueued(t testing.TB, s *mailsink.Sink, handle, email string) (string, string) {
 	t.Helper()
 	r := w.apply(t, application(handle, email))
 	testkit.Expect(t, r, http.StatusCreated, "")
 	id := r.JSON(t)["application_id"].(string)
 	w.sendAll(t, 1)
 	var link string
-	for _, m := range s.messages() {
+	for _, m := range s.Messages() {
 		if m.To == email {
-			link = mustMatch(t, confirmLink, strings.ReplaceAll(m.Data, "=\r\n", ""))
+			link = mustMatch(t, confirmLink, m.Text)
 		}
 	}
 	if _, err := w.apps.Confirm(context.Background(), strings.TrimPrefix(link, onboarding.ConfirmPath)); err != nil {
