@@ -100,11 +100,11 @@ func flatten(ve *jsonschema.ValidationError) []problem.FieldError {
 		switch k := e.ErrorKind.(type) {
 		case *kind.Required:
 			for _, m := range k.Missing {
-				out = append(out, problem.FieldError{Pointer: at + "/" + escape(m), Code: "required", Message: "the member is required"})
+				out = append(out, problem.FieldError{Pointer: at + "/" + EscapeToken(m), Code: "required", Message: "the member is required"})
 			}
 		case *kind.AdditionalProperties:
 			for _, m := range k.Properties {
-				out = append(out, problem.FieldError{Pointer: at + "/" + escape(m), Code: "unknown_member", Message: "the member is not part of the schema (names are case-sensitive)"})
+				out = append(out, problem.FieldError{Pointer: at + "/" + EscapeToken(m), Code: "unknown_member", Message: "the member is not part of the schema (names are case-sensitive)"})
 			}
 		case *kind.FalseSchema:
 			out = append(out, problem.FieldError{Pointer: at, Code: "unknown_member", Message: "the member is not allowed here"})
@@ -202,13 +202,14 @@ func pointer(tokens []string) string {
 	var b strings.Builder
 	for _, t := range tokens {
 		b.WriteByte('/')
-		b.WriteString(escape(t))
+		b.WriteString(EscapeToken(t))
 	}
 	return b.String()
 }
 
-// escape encodes one reference token (RFC 6901 section 3).
-func escape(tok string) string {
+// EscapeToken encodes one reference token of a JSON Pointer (RFC 6901 section 3): a member name as a
+// pointer names it.
+func EscapeToken(tok string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1")
 }
 

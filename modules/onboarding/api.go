@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -124,7 +125,7 @@ func walkPrivate(v any, at string) (string, bool) {
 		return at, privatekey.Is(t) || privatekey.In(t)
 	case map[string]any:
 		for k, child := range t {
-			p := at + "/" + escapePointer(k)
+			p := at + "/" + schema.EscapeToken(k)
 			if privatekey.Is(k) || privatekey.In(k) {
 				return p, true
 			}
@@ -139,7 +140,7 @@ func walkPrivate(v any, at string) (string, bool) {
 		}
 	case []any:
 		for i, child := range t {
-			if p, ok := walkPrivate(child, at+"/"+itoa(i)); ok {
+			if p, ok := walkPrivate(child, at+"/"+strconv.Itoa(i)); ok {
 				return p, true
 			}
 		}

@@ -289,12 +289,16 @@ func (a *Applications) Confirm(ctx context.Context, token string) (applicationRo
 
 // lockRow reads an application for update in tx (PostgreSQL locks the row; SQLite has one writer).
 func lockRow(tx *gorm.DB, id string) (applicationRow, error) {
-	var row applicationRow
-	q := tx
 	if tx.Dialector.Name() == "postgres" {
-		q = tx.Clauses(clause.Locking{Strength: "UPDATE"})
+		tx = tx.Clauses(clause.Locking{Strength: "UPDATE"})
 	}
-	err := q.Take(&row, "id = ?", id).Error
+	return readRow(tx, id)
+}
+
+// readRow reads the application id; none is a not_found problem.
+func readRow(db *gorm.DB, id string) (applicationRow, error) {
+	var row applicationRow
+	err := db.Take(&row, "id = ?", id).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return row, problem.Newf(problem.NotFound, "no application has the id %q", id)
 	}

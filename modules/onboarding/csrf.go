@@ -1,6 +1,7 @@
 package onboarding
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -16,6 +17,9 @@ import (
 // maxForm bounds a form's body; the longest form (an application) is well under it.
 const maxForm = 64 << 10
 
+// ginContext carries the request's gin context through nosurf, an http.Handler built once.
+type ginContext struct{}
+
 // csrfGuard protects the plane's forms with nosurf: a token in a cookie and the same token, masked, in
 // each form; a POST without both, or from another origin, is 403 csrf_failed. Its cookie is the
 // site's (path /), so that every form of the service shares it.
@@ -26,6 +30,20 @@ func csrfGuard(d *plugin.Deployment, s *site.Site) gin.HandlerFunc {
 	if err != nil {
 		allowed = func(*url.URL) bool { return false }
 	}
+	of := func(r *http.Request) *gin.Context { return r.Context().Value(ginContext{}).(*gin.Context) }
+	h := nosurf.New(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		c := of(r)
+		c.Request = r
+		c.Next()
+	}))
+	h.SetBaseCookie(http.Cookie{Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
+	h.SetIsTLSFunc(func(*http.Request) bool { return secure })
+	h.SetIsAllowedOriginFunc(allowed)
+	h.SetFailureHandler(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		c := of(r)
+		s.Problem(c, problem.New(problem.CSRFFailed, "This form was sent without its security token, or from another site. Go back, reload the page and send the form again."))
+		c.Abort()
+	}))
 	return func(c *gin.Context) {
 		if c.Request.ContentLength > maxForm {
 			s.Problem(c, problem.New(problem.BodyTooLarge, "The form is larger than any this site takes."))
@@ -33,17 +51,7 @@ func csrfGuard(d *plugin.Deployment, s *site.Site) gin.HandlerFunc {
 			return
 		}
 		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxForm)
-		h := nosurf.New(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-			c.Request = r
-			c.Next()
-		}))
-		h.SetBaseCookie(http.Cookie{Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
-		h.SetIsTLSFunc(func(*http.Request) bool { return secure })
-		h.SetIsAllowedOriginFunc(allowed)
-		h.SetFailureHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
-			s.Problem(c, problem.New(problem.CSRFFailed, "This form was sent without its security token, or from another site. Go back, reload the page and send the form again."))
-			c.Abort()
-		}))
+		c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), ginContext{}, c))
 		h.ServeHTTP(c.Writer, c.Request)
 	}
 }

@@ -70,13 +70,9 @@ func (a *Applications) List(ctx context.Context, state string) ([]Application, e
 
 // Show returns one application.
 func (a *Applications) Show(ctx context.Context, id string) (Application, error) {
-	var row applicationRow
-	err := a.db.WithContext(ctx).Take(&row, "id = ?", id).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return Application{}, problem.Newf(problem.NotFound, "no application has the id %q", id)
-	}
+	row, err := readRow(a.db.WithContext(ctx), id)
 	if err != nil {
-		return Application{}, fmt.Errorf("read application: %w", err)
+		return Application{}, err
 	}
 	return a.view(row), nil
 }
