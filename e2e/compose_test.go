@@ -107,6 +107,7 @@ func TestCompose(t *testing.T) {
 		"SVC_AGENT_PORT="+freePort(t),
 		"SVC_ADMIN_PORT="+freePort(t),
 		"SVC_CURSOR_KEY="+cursorKey,
+		"SVC_ONBOARDING_DRAFT_KEY="+draftKey,
 		"COMPOSE_HTTP_TIMEOUT=120",
 	)
 

@@ -51,6 +51,9 @@ const (
 // cursorKey seals the cursors of every service the tests start (SVC_CURSOR_KEY).
 const cursorKey = "ZTJlIHRlc3QgY3Vyc29yIGtleTogbm90IGEgc2VjcmV0IGF0IGFsbA=="
 
+// draftKey encrypts the personality drafts of every service the tests start (SVC_ONBOARDING_DRAFT_KEY).
+const draftKey = "ZTJlIGRyYWZ0IGtleSwgMzIgYnl0ZXMsIHB1YmxpYyE="
+
 // serviceImage and postgresImage are the images under test.
 func serviceImage() string  { return envOr("SVC_IMAGE", DefaultServiceImage) }
 func postgresImage() string { return envOr("SVC_POSTGRES_IMAGE", dbtest.DefaultImage) }
@@ -207,9 +210,12 @@ type service struct {
 // are printed when the test fails.
 func startService(t *testing.T, ctx context.Context, nw *testcontainers.DockerNetwork, env map[string]string) *service {
 	t.Helper()
+	env = maps.Clone(env)
 	if _, set := env["SVC_CURSOR_KEY"]; !set {
-		env = maps.Clone(env)
 		env["SVC_CURSOR_KEY"] = cursorKey // every replica of a test seals cursors alike
+	}
+	if _, set := env["SVC_ONBOARDING_DRAFT_KEY"]; !set {
+		env["SVC_ONBOARDING_DRAFT_KEY"] = draftKey // and reads the drafts another wrote
 	}
 	c := runServer(t, ctx, "service", serviceImage(),
 		network.WithNetwork([]string{"svc"}, nw),

@@ -6,19 +6,27 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
+	"fmt"
 	"html"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	tcexec "github.com/testcontainers/testcontainers-go/exec"
+	"github.com/testcontainers/testcontainers-go/modules/postgres"
 
 	"github.com/svcforum/svc/modules/sigv1/signer"
 )
 
 var (
 	confirmPath = regexp.MustCompile(`/onboarding/confirm/[A-Za-z0-9_-]{43}`)
+	signInPath  = regexp.MustCompile(`/owner/sign-in/[A-Za-z0-9_-]{43}`)
+	linkPath    = regexp.MustCompile(`/owner/links/[A-Za-z0-9_-]{43}`)
 	invitation  = regexp.MustCompile(`svcinv_[A-Za-z0-9_-]{22}`)
 	csrfToken   = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
 )
@@ -31,7 +39,7 @@ func TestScenarioOnboardingWithMail(t *testing.T) {
 	t.Parallel()
 	ctx := begin(t)
 	nw := newNetwork(t, ctx)
-	startPostgres(t, ctx, nw)
+	pg := startPostgres(t, ctx, nw)
 	ms := startMail(t, nw.Name)
 	env := map[string]string{"SVC_DATABASE_URL": databaseURL,
 		"SVC_ONBOARDING_SMTP_URL": "smtp://" + ms.NetworkSMTPEndpoint + "?tls=none", "SVC_ONBOARDING_MAIL_FROM": "svc@example.test"}
@@ -113,6 +121,101 @@ func TestScenarioOnboardingWithMail(t *testing.T) {
 	if st := jsonBody(t, "status", mustFetch(t, ctx, svc.URL+"/onboarding/api/v1/status/"+token), http.StatusOK); st["status"] != "redeemed" {
 		t.Fatalf("status after redemption: %v", st)
 	}
+
+	// Owners (issue 14). The applicant owns the agent it applied for; an agent the operator registered
+	// asks to be linked to the same address, and the person, signed in through a mailed link, confirms
+	// it and writes the first agent a personality draft, which the agent reads and acknowledges.
+	dal := agentIdentity{AgentID: agentID, KeyID: keyID, Handle: "e2e-dal", Signer: signer.New(agentID, keyID, key)}
+	wantProblem(t, "owned agent asks for a link", signedSend(t, ctx, dal, http.MethodPost, edge, "/owner-links", "link-1", `{"email":"owner@example.test"}`),
+		http.StatusConflict, "owner_already_linked")
+	org, _ := admin(t, ctx, run, "org", "create", "--name", "E2E Kitchen")["org_id"].(string)
+	cook := addAgent(t, ctx, run, org, "e2e-cook")
+	jsonBody(t, "owner link", signedSend(t, ctx, cook, http.MethodPost, edge, "/owner-links", "link-2", `{"email":"owner@example.test"}`), http.StatusAccepted)
+	confirmLink := linkPath.FindString(mailAbout(t, ctx, ms, "asks to be linked").Text)
+
+	page = browse(t, ctx, person, http.MethodGet, svc.URL+"/owner", "", svc.URL)
+	form := url.Values{"csrf_token": {formToken(t, page)}, "email": {"Owner@Example.test"}}.Encode()
+	if page = browse(t, ctx, person, http.MethodPost, svc.URL+"/owner/sign-in", form, svc.URL); !strings.Contains(page, "a sign-in link is on its way") {
+		t.Fatalf("sign-in: %s", page)
+	}
+	signIn := signInPath.FindString(mailAbout(t, ctx, ms, "sign-in link").Text)
+	page = browse(t, ctx, person, http.MethodGet, svc.URL+signIn, "", svc.URL)
+	if page = browse(t, ctx, person, http.MethodPost, svc.URL+signIn, url.Values{"csrf_token": {formToken(t, page)}}.Encode(), svc.URL); !strings.Contains(page, "Signed in as <strong>owner@example.test</strong>") {
+		t.Fatalf("signed in: %s", page)
+	}
+	page = browse(t, ctx, person, http.MethodGet, svc.URL+confirmLink, "", svc.URL)
+	if page = browse(t, ctx, person, http.MethodPost, svc.URL+confirmLink, url.Values{"csrf_token": {formToken(t, page)}}.Encode(), svc.URL); !strings.Contains(page, "is linked to you") {
+		t.Fatalf("confirm the link: %s", page)
+	}
+	wantProblem(t, "linked agent asks again", signedSend(t, ctx, cook, http.MethodPost, edge, "/owner-links", "link-3", `{"email":"owner@example.test"}`),
+		http.StatusConflict, "owner_already_linked")
+
+	page = browse(t, ctx, person, http.MethodGet, svc.URL+"/owner", "", svc.URL)
+	if !strings.Contains(page, "e2e-cook") || !strings.Contains(page, "e2e-dal") {
+		t.Fatalf("the owner's agents: %s", page)
+	}
+	draft := "Speak plainly about lentils."
+	form = url.Values{"csrf_token": {formToken(t, page)}, "agent_id": {agentID}, "content": {draft}}.Encode()
+	if page = browse(t, ctx, person, http.MethodPost, svc.URL+"/owner/drafts", form, svc.URL); !strings.Contains(page, "The draft is saved") {
+		t.Fatalf("write a draft: %s", page)
+	}
+	read := jsonBody(t, "read the draft", signedSend(t, ctx, dal, http.MethodGet, edge, "/personality-draft", "", ""), http.StatusOK)
+	d, _ := read["draft"].(map[string]any)
+	if d == nil || d["content"] != draft {
+		t.Fatalf("the draft as read: %v", read)
+	}
+	if got := jsonBody(t, "the other agent's draft", signedSend(t, ctx, cook, http.MethodGet, edge, "/personality-draft", "", ""), http.StatusOK); got["draft"] != nil {
+		t.Fatalf("another agent reads %v", got)
+	}
+	ack := `{"draft_id":"` + d["draft_id"].(string) + `","content_sha256":"` + d["content_sha256"].(string) + `"}`
+	if out := jsonBody(t, "acknowledge", signedSend(t, ctx, dal, http.MethodPost, edge, "/personality-draft/acknowledge", "ack-1", ack), http.StatusOK); out["state"] != "acknowledged" {
+		t.Fatalf("acknowledged: %v", out)
+	}
+	if again := jsonBody(t, "read again", signedSend(t, ctx, dal, http.MethodGet, edge, "/personality-draft", "", ""), http.StatusOK); again["draft"] != nil {
+		t.Fatalf("a second read finds %v", again)
+	}
+	if left := psql(t, ctx, pg, "SELECT count(*) FROM onboarding_drafts WHERE ciphertext IS NOT NULL"); left != "0" {
+		t.Fatalf("%s ciphertexts left in the database", left)
+	}
+}
+
+// mailAbout waits for the message whose subject holds about, and returns it.
+func mailAbout(t *testing.T, ctx context.Context, ms mailServer, about string) receivedMail {
+	t.Helper()
+	var found receivedMail
+	poll(t, ctx, time.Now(), 30*time.Second, 200*time.Millisecond, "a mail about "+about, func() (bool, string) {
+		msgs := ms.messages(t, ctx)
+		for _, m := range msgs {
+			if strings.Contains(m.Subject, about) {
+				found = m
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%v", msgs)
+	})
+	return found
+}
+
+// formToken is the CSRF token of the page's first form.
+func formToken(t *testing.T, page string) string {
+	t.Helper()
+	m := csrfToken.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("a page without a form: %s", page)
+	}
+	return html.UnescapeString(m[1])
+}
+
+// psql runs one query in the PostgreSQL container and returns its only value.
+func psql(t *testing.T, ctx context.Context, pg *postgres.PostgresContainer, query string) string {
+	t.Helper()
+	code, out, err := pg.Exec(ctx, []string{"psql", "-v", "ON_ERROR_STOP=1", "--no-psqlrc", "-tA",
+		"-d", "postgres://svc:svc@127.0.0.1:5432/svc?sslmode=disable", "-c", query}, tcexec.Multiplexed())
+	b, _ := io.ReadAll(out)
+	if err != nil || code != 0 {
+		t.Fatalf("psql %q: exit %d %v: %s", query, code, err, b)
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // redeem sends a redemption signed by key as a new agent (WIRE.md section 11).

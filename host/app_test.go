@@ -34,6 +34,7 @@ func testConfig(t *testing.T, dialect string) Config {
 	cfg.ReadyTimeout = time.Second
 	cfg.ShutdownDelay = 0
 	cfg.CursorKeys = testCursorKey
+	cfg.Settings = testSettings()
 	// The tests read far faster than a person; the limit itself is tested on its own.
 	cfg.PublicRate, cfg.PublicBurst = 1e6, 1e6
 	return cfg
@@ -41,6 +42,15 @@ func testConfig(t *testing.T, dialect string) Config {
 
 // testCursorKey seals the cursors of the tests' services.
 const testCursorKey = "dGVzdCBjdXJzb3Iga2V5OiAzMiBieXRlcyBvZiBub3RoaW5nIHNlY3JldA=="
+
+// testDraftKey encrypts the personality drafts of the tests' services.
+const testDraftKey = "dGVzdCBkcmFmdCBrZXksIDMyIGJ5dGVzLCBwdWJsaWM="
+
+// testSettings are the modules' settings of the tests' services: the defaults and the keys serving
+// needs.
+func testSettings() plugin.Settings {
+	return settings{DefaultSettings(), map[string]any{"onboarding-draft-key": testDraftKey}}
+}
 
 func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -20,6 +20,7 @@ func BenchmarkLive(b *testing.B) {
 	cfg.DatabaseURL = "sqlite:" + b.TempDir() + "/svc.db"
 	cfg.LogLevel = "error"
 	cfg.CursorKeys = testCursorKey
+	cfg.Settings = testSettings()
 	var ls *Listeners
 	app := fx.New(Serve(cfg, NewLogger(cfg, discard{}), allModules(b)), fx.Populate(&ls), fx.NopLogger)
 	if err := app.Err(); err != nil {

@@ -26,7 +26,7 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 	cmd.Dir = dir
 	cmd.Env = []string{
 		"SVC_PUBLIC_ADDR=127.0.0.1:0", "SVC_AGENT_EDGE_ADDR=127.0.0.1:0", "SVC_ADMIN_ADDR=127.0.0.1:0",
-		"SVC_LOG_FORMAT=json", "SVC_CURSOR_KEY=" + testCursorKey, "SVC_SHUTDOWN_DELAY=3s",
+		"SVC_LOG_FORMAT=json", "SVC_CURSOR_KEY=" + testCursorKey, "SVC_ONBOARDING_DRAFT_KEY=" + testDraftKey, "SVC_SHUTDOWN_DELAY=3s",
 	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -26,7 +26,7 @@ func runMain(t *testing.T, env map[string]string, args ...string) (code int, std
 }
 
 func sqliteEnv(t *testing.T) map[string]string {
-	return map[string]string{"SVC_DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "svc.db")}
+	return map[string]string{"SVC_DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "svc.db"), "SVC_ONBOARDING_DRAFT_KEY": testDraftKey}
 }
 
 func TestUnknownModuleStopsStartUpWithOneLine(t *testing.T) {
@@ -53,6 +53,8 @@ func TestBadConfigurationStopsWithOneLine(t *testing.T) {
 		"db timeout":       {"SVC_DB_TIMEOUT": "0s"},
 		"no cursor key":    {"SVC_PUBLIC_ADDR": "127.0.0.1:0", "SVC_AGENT_EDGE_ADDR": "127.0.0.1:0", "SVC_ADMIN_ADDR": "127.0.0.1:0"},
 		"short cursor key": {"SVC_CURSOR_KEY": "c2hvcnQ=", "SVC_PUBLIC_ADDR": "127.0.0.1:0", "SVC_AGENT_EDGE_ADDR": "127.0.0.1:0", "SVC_ADMIN_ADDR": "127.0.0.1:0"},
+		"no draft key":     {"SVC_CURSOR_KEY": testCursorKey, "SVC_ONBOARDING_DRAFT_KEY": "", "SVC_PUBLIC_ADDR": "127.0.0.1:0", "SVC_AGENT_EDGE_ADDR": "127.0.0.1:0", "SVC_ADMIN_ADDR": "127.0.0.1:0"},
+		"short draft key":  {"SVC_CURSOR_KEY": testCursorKey, "SVC_ONBOARDING_DRAFT_KEY": "c2hvcnQ=", "SVC_PUBLIC_ADDR": "127.0.0.1:0", "SVC_AGENT_EDGE_ADDR": "127.0.0.1:0", "SVC_ADMIN_ADDR": "127.0.0.1:0"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -67,6 +69,9 @@ func TestBadConfigurationStopsWithOneLine(t *testing.T) {
 			}
 			if strings.Contains(name, "cursor key") && !strings.Contains(stderr, "SVC_CURSOR_KEY") {
 				t.Fatalf("the line does not name SVC_CURSOR_KEY: %q", stderr)
+			}
+			if strings.Contains(name, "draft key") && !strings.Contains(stderr, "--onboarding-draft-key") {
+				t.Fatalf("the line does not name --onboarding-draft-key: %q", stderr)
 			}
 		})
 	}

@@ -45,7 +45,7 @@ func newForumBench(b testing.TB) *forumBench {
 	cfg := DefaultConfig()
 	cfg.DatabaseURL = dbtest.URL(b, database.Postgres)
 	cfg.LogLevel = "error"
-	cfg.Settings = benchSettings{DefaultSettings()}
+	cfg.Settings = benchSettings{testSettings()}
 	cfg.CursorKeys = testCursorKey
 	cfg.PublicRate, cfg.PublicBurst = 1e9, 1e9
 	var (

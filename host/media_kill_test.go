@@ -38,7 +38,7 @@ func serveBinary(t *testing.T, env []string) (*exec.Cmd, map[string]string) {
 	cmd := exec.Command(bin, "serve")
 	cmd.Dir = t.TempDir()
 	cmd.Env = append([]string{"SVC_PUBLIC_ADDR=127.0.0.1:0", "SVC_AGENT_EDGE_ADDR=127.0.0.1:0", "SVC_ADMIN_ADDR=127.0.0.1:0",
-		"SVC_LOG_FORMAT=json", "SVC_CURSOR_KEY=" + testCursorKey, "SVC_SHUTDOWN_DELAY=0s", "SVC_PUBLIC_RATE=100000",
+		"SVC_LOG_FORMAT=json", "SVC_CURSOR_KEY=" + testCursorKey, "SVC_ONBOARDING_DRAFT_KEY=" + testDraftKey, "SVC_SHUTDOWN_DELAY=0s", "SVC_PUBLIC_RATE=100000",
 		"SVC_PUBLIC_BURST=100000", "HOME=" + os.Getenv("HOME"), "PATH=" + os.Getenv("PATH")}, env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

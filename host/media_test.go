@@ -47,7 +47,7 @@ func (s settings) Duration(name string) time.Duration {
 // and a runner that looks for new jobs often.
 func mediaConfig(t *testing.T, dialect string) Config {
 	cfg := testConfig(t, dialect)
-	cfg.Settings = settings{DefaultSettings(), map[string]any{"media-dir": t.TempDir()}}
+	cfg.Settings = settings{testSettings(), map[string]any{"media-dir": t.TempDir()}}
 	cfg.Jobs.PollInterval = 100 * time.Millisecond
 	return cfg
 }
@@ -334,7 +334,7 @@ func TestMediaSlowBodyIs408(t *testing.T) {
 	cfg := mediaConfig(t, dbtest.Dialects[0])
 	// The receive timeout outlasts the listener's write timeout, which runs from the request's headers:
 	// the 408 must still be written.
-	cfg.Settings = settings{DefaultSettings(), map[string]any{"media-dir": t.TempDir(), "media-receive-timeout": 2 * time.Second}}
+	cfg.Settings = settings{testSettings(), map[string]any{"media-dir": t.TempDir(), "media-receive-timeout": 2 * time.Second}}
 	cfg.HTTP.Write = time.Second
 	env := map[string]string{"SVC_DATABASE_URL": cfg.DatabaseURL}
 	id := provision(t, env, "slow")

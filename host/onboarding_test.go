@@ -69,7 +69,7 @@ func startOnboarding(t *testing.T, dialect string, mods []plugin.Descriptor) *on
 	s := &onboardingService{sink: mailsink.Start(t), offset: new(atomic.Int64)}
 	s.cfg = testConfig(t, dialect)
 	s.cfg.BaseURL = discoveryBase
-	s.cfg.Settings = settings{DefaultSettings(), map[string]any{"onboarding-smtp-url": s.sink.URL()}}
+	s.cfg.Settings = settings{testSettings(), map[string]any{"onboarding-smtp-url": s.sink.URL()}}
 	s.cfg.Jobs.PollInterval = 50 * time.Millisecond
 	s.env = map[string]string{
 		"SVC_DATABASE_URL":              s.cfg.DatabaseURL,

@@ -188,6 +188,11 @@ func TestServedOpenAPIDescribesRealResponses(t *testing.T) {
 		{"POST", "/agent-api/v1/threads", "o-11", fmt.Sprintf(`{"category_id":%q,"title":"Too dear","body_markdown":"x","billing":{"pricing_version":"2026-11","max_credit_cost":1}}`, catID), 409},
 		{"POST", "/agent-api/v1/activity/catch-up", "o-12", `{"cursor":"forged"}`, 400},
 		{"POST", "/agent-api/v1/content/tombstone", "o-13", fmt.Sprintf(`{"reply_id":%q,%s}`, replyID, billing), 200},
+		{"POST", "/agent-api/v1/owner-links", "o-14", `{"email":"owner@example.org"}`, 202},
+		{"POST", "/agent-api/v1/owner-links", "o-15", `{"email":"owner"}`, 422},
+		{"GET", "/agent-api/v1/personality-draft", "", "", 200},
+		{"POST", "/agent-api/v1/personality-draft/acknowledge", "o-16", `{"draft_id":"01a20000-0000-7000-8000-000000000000","content_sha256":"` + strings.Repeat("0", 64) + `"}`, 409},
+		{"POST", "/agent-api/v1/personality-draft/discard", "o-17", `{"draft_id":"01a20000-0000-7000-8000-000000000000"}`, 409},
 	} {
 		var body []byte
 		if c.body != "" {

@@ -79,6 +79,10 @@ const (
 	HandleMismatch     Code = "handle_mismatch"
 	CSRFFailed         Code = "csrf_failed"
 
+	// Owners (WIRE.md section 11).
+	OwnerAlreadyLinked Code = "owner_already_linked"
+	DraftMismatch      Code = "draft_mismatch"
+
 	// Billing (WIRE.md section 3).
 	PricingVersionNotAccepted Code = "pricing_version_not_accepted"
 	PriceExceedsCap           Code = "price_exceeds_cap"
@@ -151,6 +155,9 @@ var catalog = map[Code]Definition{
 	HandleTaken:        {http.StatusConflict, "Handle taken"},
 	HandleMismatch:     {http.StatusUnprocessableEntity, "Handle differs from the approved one"},
 	CSRFFailed:         {http.StatusForbidden, "Form token missing or invalid"},
+
+	OwnerAlreadyLinked: {http.StatusConflict, "The agent already has an owner"},
+	DraftMismatch:      {http.StatusConflict, "No waiting draft matches"},
 
 	PricingVersionNotAccepted: {http.StatusConflict, "Pricing version not accepted"},
 	PriceExceedsCap:           {http.StatusConflict, "Effective price exceeds max_credit_cost"},

@@ -64,7 +64,7 @@ func TestUnbundleableDocumentFailsStartUp(t *testing.T) {
 
 // Every published schema can be bundled, whichever reference forms it uses (another schema by its
 // served path, with or without a $defs fragment, or its own "#/$defs/..."; the onboarding umbrella
-// schema refers to its five shapes from its $defs): every $ref becomes a local pointer that resolves.
+// schema refers to its shapes from its $defs): every $ref becomes a local pointer that resolves.
 func TestBundleEveryPublishedSchema(t *testing.T) {
 	entries, err := fs.ReadDir(contracts.FS(), "schemas")
 	if err != nil {

@@ -101,5 +101,55 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 				},
 			}},
 		},
+		{
+			Name:  "owner",
+			Usage: "the owners of agents: who owns an agent, and unlinking one",
+			Commands: []*cli.Command{
+				{
+					Name:  "show",
+					Usage: "show the agent's owner: prints {\"agent_id\": ..., \"owner_email\": ...} (null when it has none)",
+					Flags: []cli.Flag{&cli.StringFlag{Name: "agent", Usage: "the agent's id", Required: true}},
+					Action: func(ctx context.Context, cmd *cli.Command) error {
+						return invoke(ctx, cmd, func(ctx context.Context, o *Owners) error {
+							email, err := o.OwnerOf(ctx, cmd.String("agent"))
+							if err != nil {
+								return err
+							}
+							var owner any
+							if email != "" {
+								owner = email
+							}
+							return show(cmd, map[string]any{"agent_id": cmd.String("agent"), "owner_email": owner})
+						})
+					},
+				},
+				{
+					Name:  "unlink",
+					Usage: "remove the agent's owner, so that it can ask to be linked to another (POST /agent-api/v1/owner-links); drafts that owner left waiting are withdrawn and deleted",
+					Flags: []cli.Flag{&cli.StringFlag{Name: "agent", Usage: "the agent's id", Required: true}},
+					Action: func(ctx context.Context, cmd *cli.Command) error {
+						return invoke(ctx, cmd, func(ctx context.Context, o *Owners) error {
+							had, err := o.Unlink(ctx, cmd.String("agent"))
+							if err != nil {
+								return err
+							}
+							return show(cmd, map[string]any{"agent_id": cmd.String("agent"), "unlinked": had})
+						})
+					},
+				},
+			},
+		},
+		{
+			Name:  "draft-key",
+			Usage: "the keys that encrypt personality drafts (--onboarding-draft-key)",
+			Commands: []*cli.Command{{
+				Name: "generate",
+				Usage: "print a new key: put it first in --onboarding-draft-key, keeping the old keys after it while drafts they encrypted wait " +
+					"(drafts are deleted once read and acknowledged or discarded); prints {\"key\": ...}",
+				Action: func(_ context.Context, cmd *cli.Command) error {
+					return show(cmd, map[string]any{"key": NewDraftKey()})
+				},
+			}},
+		},
 	}
 }

@@ -277,6 +277,10 @@ func (a *Applications) Confirm(ctx context.Context, token string) (applicationRo
 			Updates(map[string]any{"email_confirmed_at": now, "updated_at": now}).Error; err != nil {
 			return fmt.Errorf("confirm address: %w", err)
 		}
+		// The address is proved: its person has an owner account from now on.
+		if _, err := ensureOwner(tx, row.Email, now); err != nil {
+			return err
+		}
 		// The confirmation link has done its work: no copy of it is kept.
 		return eraseMail(tx, row.ID, MailConfirm)
 	})
@@ -287,12 +291,17 @@ func (a *Applications) Confirm(ctx context.Context, token string) (applicationRo
 	return row, nil
 }
 
+// lockFor locks the rows tx reads next for update (PostgreSQL; SQLite has one writer).
+func lockFor(tx *gorm.DB) *gorm.DB {
+	if tx.Dialector.Name() == "postgres" {
+		return tx.Clauses(clause.Locking{Strength: "UPDATE"})
+	}
+	return tx
+}
+
 // lockRow reads an application for update in tx (PostgreSQL locks the row; SQLite has one writer).
 func lockRow(tx *gorm.DB, id string) (applicationRow, error) {
-	if tx.Dialector.Name() == "postgres" {
-		tx = tx.Clauses(clause.Locking{Strength: "UPDATE"})
-	}
-	return readRow(tx, id)
+	return readRow(lockFor(tx), id)
 }
 
 // readRow reads the application id; none is a not_found problem.

@@ -33,11 +33,26 @@ type Config struct {
 	// RecipientLimit is how many applications may name one mail address per AddressWindow, so that the
 	// form cannot be used to flood someone's mailbox.
 	RecipientLimit int
+
+	// DraftKeys encrypt personality drafts (AES-256-GCM): comma-separated base64 keys of 32 bytes; the
+	// first encrypts new drafts, every one decrypts, so a key added in front keeps older drafts readable.
+	// Required where drafts are served; one-off admin commands need none.
+	DraftKeys string
+	// SignInTTL is how long a mailed sign-in link works; SessionTTL how long an owner stays signed in.
+	SignInTTL  time.Duration
+	SessionTTL time.Duration
+	// LinkTTL is how long an owner link's confirmation works.
+	LinkTTL time.Duration
+	// LinkAgentLimit and LinkAddressLimit are the owner-link start limits per AddressWindow: requests by
+	// one agent, and requests naming one address.
+	LinkAgentLimit   int
+	LinkAddressLimit int
 }
 
 // DefaultConfig is the configuration with every default applied.
 func DefaultConfig() Config {
-	return Config{InvitationTTL: 7 * 24 * time.Hour, ConfirmTTL: 48 * time.Hour, MailAttempts: 10, AddressLimit: 20, AddressWindow: time.Hour, RecipientLimit: 3}
+	return Config{InvitationTTL: 7 * 24 * time.Hour, ConfirmTTL: 48 * time.Hour, MailAttempts: 10, AddressLimit: 20, AddressWindow: time.Hour, RecipientLimit: 3,
+		SignInTTL: 15 * time.Minute, SessionTTL: 24 * time.Hour, LinkTTL: 48 * time.Hour, LinkAgentLimit: 5, LinkAddressLimit: 3}
 }
 
 // Flags are the module's settings on the svc command line.
@@ -52,6 +67,12 @@ func Flags() []cli.Flag {
 		&cli.IntFlag{Name: "onboarding-mail-attempts", Value: d.MailAttempts, Sources: env("SVC_ONBOARDING_MAIL_ATTEMPTS"), Category: ID, Usage: "attempts to send a message before it is given up (with backoff between them)"},
 		&cli.IntFlag{Name: "onboarding-address-limit", Value: d.AddressLimit, Sources: env("SVC_ONBOARDING_ADDRESS_LIMIT"), Category: ID, Usage: "applications, and separately redemptions and status lookups, per client address per --onboarding-address-window (429 past it)"},
 		&cli.IntFlag{Name: "onboarding-recipient-limit", Value: d.RecipientLimit, Sources: env("SVC_ONBOARDING_RECIPIENT_LIMIT"), Category: ID, Usage: "applications naming one mail address per --onboarding-address-window (429 past it)"},
+		&cli.StringFlag{Name: "onboarding-draft-key", Sources: env("SVC_ONBOARDING_DRAFT_KEY"), Category: ID, Usage: "keys that encrypt personality drafts: comma-separated base64 of 32 bytes each (head -c 32 /dev/urandom | base64, or svc admin draft-key generate); the first encrypts, all decrypt, so put a new key first and keep the old ones while drafts they encrypted wait. Required to serve"},
+		&cli.DurationFlag{Name: "onboarding-sign-in-ttl", Value: d.SignInTTL, Sources: env("SVC_ONBOARDING_SIGN_IN_TTL"), Category: ID, Usage: "how long a mailed sign-in link to /owner works (once)"},
+		&cli.DurationFlag{Name: "onboarding-session-ttl", Value: d.SessionTTL, Sources: env("SVC_ONBOARDING_SESSION_TTL"), Category: ID, Usage: "how long an owner stays signed in to /owner"},
+		&cli.DurationFlag{Name: "onboarding-link-ttl", Value: d.LinkTTL, Sources: env("SVC_ONBOARDING_LINK_TTL"), Category: ID, Usage: "how long the owner has to confirm an agent's owner link"},
+		&cli.IntFlag{Name: "onboarding-link-agent-limit", Value: d.LinkAgentLimit, Sources: env("SVC_ONBOARDING_LINK_AGENT_LIMIT"), Category: ID, Usage: "owner-link requests per agent per --onboarding-address-window (429 past it)"},
+		&cli.IntFlag{Name: "onboarding-link-address-limit", Value: d.LinkAddressLimit, Sources: env("SVC_ONBOARDING_LINK_ADDRESS_LIMIT"), Category: ID, Usage: "owner-link requests naming one mail address per --onboarding-address-window (429 past it)"},
 		&cli.DurationFlag{Name: "onboarding-address-window", Value: d.AddressWindow, Sources: env("SVC_ONBOARDING_ADDRESS_WINDOW"), Category: ID, Usage: "the window of --onboarding-address-limit"},
 	}
 }
@@ -67,6 +88,13 @@ func NewConfig(s plugin.Settings, d *plugin.Deployment) (Config, error) {
 		AddressLimit:   s.Int("onboarding-address-limit"),
 		AddressWindow:  s.Duration("onboarding-address-window"),
 		RecipientLimit: s.Int("onboarding-recipient-limit"),
+
+		DraftKeys:        s.String("onboarding-draft-key"),
+		SignInTTL:        s.Duration("onboarding-sign-in-ttl"),
+		SessionTTL:       s.Duration("onboarding-session-ttl"),
+		LinkTTL:          s.Duration("onboarding-link-ttl"),
+		LinkAgentLimit:   s.Int("onboarding-link-agent-limit"),
+		LinkAddressLimit: s.Int("onboarding-link-address-limit"),
 	}
 	if len(d.AgentAPI) == 0 {
 		return c, fmt.Errorf("onboarding needs the agent plane's address (--agent-edge-url, or --agent-private-url with --agent-private-addr): a new agent learns it when it redeems its invitation")
@@ -91,6 +119,10 @@ func NewConfig(s plugin.Settings, d *plugin.Deployment) (Config, error) {
 		return c, fmt.Errorf("--onboarding-invitation-ttl and --onboarding-confirm-ttl must be at least 1m, got %s and %s", c.InvitationTTL, c.ConfirmTTL)
 	case c.MailAttempts < 1:
 		return c, fmt.Errorf("--onboarding-mail-attempts must be at least 1, got %d", c.MailAttempts)
+	case c.SignInTTL < time.Minute || c.SessionTTL < time.Minute || c.LinkTTL < time.Minute:
+		return c, fmt.Errorf("--onboarding-sign-in-ttl, --onboarding-session-ttl and --onboarding-link-ttl must be at least 1m, got %s, %s and %s", c.SignInTTL, c.SessionTTL, c.LinkTTL)
+	case c.LinkAgentLimit < 1 || c.LinkAddressLimit < 1:
+		return c, fmt.Errorf("--onboarding-link-agent-limit and --onboarding-link-address-limit must be at least 1, got %d and %d", c.LinkAgentLimit, c.LinkAddressLimit)
 	case c.AddressLimit < 1 || c.RecipientLimit < 1 || c.AddressWindow < time.Second:
 		return c, fmt.Errorf("--onboarding-address-limit and --onboarding-recipient-limit must be at least 1 and --onboarding-address-window at least 1s, got %d and %d per %s", c.AddressLimit, c.RecipientLimit, c.AddressWindow)
 	}

@@ -9,6 +9,7 @@ replace github.com/svcforum/svc/database => ../../database
 replace github.com/svcforum/svc/testkit => ../../testkit
 
 require (
+	github.com/alexedwards/scs/v2 v2.9.0
 	github.com/gin-gonic/gin v1.12.0
 	github.com/go-gormigrate/gormigrate/v2 v2.1.7
 	github.com/google/uuid v1.6.0

@@ -20,6 +20,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/render"
 	"github.com/svcforum/svc/contracts/schema"
 	"github.com/svcforum/svc/contracts/site"
 	"github.com/svcforum/svc/database/dbtest"
@@ -37,7 +39,12 @@ const baseURL = "http://svc.test"
 type world struct {
 	db      *gorm.DB
 	clock   *testkit.Clock
+	cfg     onboarding.Config
 	apps    *onboarding.Applications
+	owners  *onboarding.Owners
+	drafts  *onboarding.Drafts
+	linker  *onboarding.Linker
+	sweeper *onboarding.Sweeper
 	outbox  *onboarding.Outbox
 	sender  *onboarding.Sender
 	engine  *gin.Engine
@@ -60,18 +67,51 @@ func newWorld(t testing.TB, dialect string, cfg onboarding.Config) *world {
 	if cfg.MailFrom == "" {
 		cfg.MailFrom = "noreply@svc.test"
 	}
+	if cfg.DraftKeys == "" {
+		cfg.DraftKeys = testDraftKey
+	}
+	w.cfg = cfg
 	mailer := onboarding.NewMailer(cfg, testkit.Jobs{}, w.clock)
 	w.apps = onboarding.NewApplications(db, cfg, w.clock, log, w.deploy, w.enrolls, w.limits, mailer, schema.Published())
+	w.owners = onboarding.NewOwners(db, cfg, w.clock, log, w.deploy, w.limits, mailer, schema.Published())
+	keys, err := onboarding.NewKeyring(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.drafts = onboarding.NewDrafts(db, keys, w.clock, log)
+	w.linker = onboarding.NewLinker(db, w.clock, w.deploy, onboarding.NewSender(db, cfg, w.clock, log))
+	w.sweeper = onboarding.NewSweeper(db, w.clock)
 	w.outbox = onboarding.NewOutbox(db)
 	w.sender = onboarding.NewSender(db, cfg, w.clock, log)
 	s := site.New(onboarding.Nav())
 	w.engine = testkit.Engine(t)
-	routes := onboarding.Routes(onboarding.NewAPI(w.apps, w.enrolls, schema.Published()), onboarding.NewPages(w.apps, s), w.deploy, s)
+	w.engine.Use(recordCode)
+	owner := onboarding.NewOwnerPages(w.owners, w.drafts, w.apps, onboarding.NewSessions(db, cfg, w.deploy), s)
+	routes := onboarding.Routes(onboarding.NewAPI(w.apps, w.enrolls, schema.Published()), onboarding.NewPages(w.apps, s), owner, w.deploy, s)
 	testkit.MountPublic(t, w.engine, routes)
+	agent := onboarding.AgentRoutes(onboarding.NewAgentAPI(db, w.owners, w.drafts, schema.Published()))
+	testkit.MountAgent(t, w.engine, plugin.ChannelEdge, []gin.HandlerFunc{testkit.StandInGuard}, agent.Agent)
 	return w
 }
 
-// do serves one request; a form post carries the site's Origin, as a browser's does.
+// testDraftKey encrypts the drafts of the tests (32 bytes, not a secret).
+const testDraftKey = "dGVzdCBkcmFmdCBrZXksIDMyIGJ5dGVzLCBwdWJsaWM="
+
+// codeSlot is where recordCode leaves the problem code a request was answered with.
+type codeSlot struct{}
+
+// recordCode gives the test the problem code of a page too (the host's access log records it; a page's
+// body is HTML, so testkit.Serve cannot read it there).
+func recordCode(c *gin.Context) {
+	slot, _ := c.Request.Context().Value(codeSlot{}).(*string)
+	c.Next()
+	if slot != nil {
+		*slot = render.ProblemCode(c)
+	}
+}
+
+// do serves one request; a form post carries the site's Origin, as a browser's does. The result's Code
+// is the problem's code, of a page as of a JSON problem.
 func (w *world) do(t testing.TB, method, path, contentType, body string, header http.Header) testkit.Result {
 	t.Helper()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -82,7 +122,23 @@ func (w *world) do(t testing.TB, method, path, contentType, body string, header 
 	for k, vs := range header {
 		req.Header[k] = vs
 	}
-	return testkit.Serve(w.engine, req)
+	var code string
+	req = req.WithContext(context.WithValue(req.Context(), codeSlot{}, &code))
+	r := testkit.Serve(w.engine, req)
+	if r.Code == "" {
+		r.Code = code
+	}
+	return r
+}
+
+// agent sends a JSON request on the agent plane as p (the stand-in guard believes the test headers).
+func (w *world) agent(t testing.TB, p port.Principal, method, path, body string) testkit.Result {
+	t.Helper()
+	req := httptest.NewRequest(method, plugin.AgentPrefix+path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return testkit.Serve(w.engine, testkit.As(req, p))
 }
 
 func (w *world) apply(t testing.TB, body string) testkit.Result {
@@ -90,10 +146,45 @@ func (w *world) apply(t testing.TB, body string) testkit.Result {
 	return w.do(t, http.MethodPost, onboarding.APIPrefix+"/applications", "application/json", body, nil)
 }
 
-// browser is a person's browser: it keeps the CSRF cookie and sends the form's token back.
+// browser is a person's browser: it keeps the CSRF cookie and the owner's session cookie (sent to
+// /owner only, its path), and sends the form's token back.
 type browser struct {
-	w      *world
-	cookie string
+	w       *world
+	cookie  string // "csrf_token=..."
+	session string // the svc_owner cookie's value, "" when none
+}
+
+const sessionCookie = "svc_owner"
+
+// header is what the browser sends to path.
+func (b *browser) header(path string) http.Header {
+	h := http.Header{}
+	var cookies []string
+	if b.cookie != "" {
+		cookies = append(cookies, b.cookie)
+	}
+	if b.session != "" && (path == onboarding.OwnerPath || strings.HasPrefix(path, onboarding.OwnerPath+"/")) {
+		cookies = append(cookies, sessionCookie+"="+b.session)
+	}
+	if len(cookies) > 0 {
+		h.Set("Cookie", strings.Join(cookies, "; "))
+	}
+	return h
+}
+
+// keep stores the cookies an answer sets, and forgets those it clears.
+func (b *browser) keep(r testkit.Result) {
+	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
+		switch c.Name {
+		case "csrf_token":
+			b.cookie = c.Name + "=" + c.Value
+		case sessionCookie:
+			b.session = c.Value
+			if c.MaxAge < 0 {
+				b.session = ""
+			}
+		}
+	}
 }
 
 var csrfField = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
@@ -101,16 +192,8 @@ var csrfField = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
 // get loads a page and keeps its cookie and form token.
 func (b *browser) get(t testing.TB, path string) (testkit.Result, string) {
 	t.Helper()
-	h := http.Header{}
-	if b.cookie != "" {
-		h.Set("Cookie", b.cookie)
-	}
-	r := b.w.do(t, http.MethodGet, path, "", "", h)
-	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
-		if c.Name == "csrf_token" {
-			b.cookie = c.Name + "=" + c.Value
-		}
-	}
+	r := b.w.do(t, http.MethodGet, path, "", "", b.header(path))
+	b.keep(r)
 	token := ""
 	if m := csrfField.FindStringSubmatch(string(r.Body)); m != nil {
 		token = html.UnescapeString(m[1])
@@ -118,21 +201,21 @@ func (b *browser) get(t testing.TB, path string) (testkit.Result, string) {
 	return r, token
 }
 
-// post sends a form from the site's origin with the cookie.
+// post sends a form from the site's origin with the cookies, and keeps those the answer sets.
 func (b *browser) post(t testing.TB, path string, form url.Values) testkit.Result {
 	t.Helper()
-	h := http.Header{"Origin": {baseURL}}
-	if b.cookie != "" {
-		h.Set("Cookie", b.cookie)
-	}
-	return b.w.do(t, http.MethodPost, path, "application/x-www-form-urlencoded", form.Encode(), h)
+	h := b.header(path)
+	h.Set("Origin", baseURL)
+	r := b.w.do(t, http.MethodPost, path, "application/x-www-form-urlencoded", form.Encode(), h)
+	b.keep(r)
+	return r
 }
 
 // sendAll runs the sender on every recorded job once, at attempt.
 func (w *world) sendAll(t testing.TB, attempt int) []error {
 	t.Helper()
 	var rows []testkit.JobRow
-	if err := w.db.Order("id").Find(&rows).Error; err != nil {
+	if err := w.db.Where("kind = ?", onboarding.SendArgs{}.Kind()).Order("id").Find(&rows).Error; err != nil {
 		t.Fatal(err)
 	}
 	var errs []error
@@ -144,4 +227,23 @@ func (w *world) sendAll(t testing.TB, attempt int) []error {
 		errs = append(errs, w.sender.Work(context.Background(), job))
 	}
 	return errs
+}
+
+// runLinks runs the owner-link decider on every recorded onboarding_owner_link job once (a decided
+// link is left alone, as when River runs a job again).
+func (w *world) runLinks(t testing.TB) {
+	t.Helper()
+	var rows []testkit.JobRow
+	if err := w.db.Where("kind = ?", onboarding.LinkArgs{}.Kind()).Order("id").Find(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range rows {
+		job, err := testkit.Job[onboarding.LinkArgs](row, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.linker.Work(context.Background(), job); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -14,7 +14,6 @@ import (
 	gomail "github.com/wneessen/go-mail"
 	"gorm.io/gorm"
 
-	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
 )
 
@@ -85,14 +84,31 @@ func NewMailer(cfg Config, jobs port.Jobs, clock port.Clock) *Mailer {
 	return &Mailer{cfg: cfg, jobs: jobs, clock: clock}
 }
 
-// Queue writes one message on tx.
+// Queue writes one message about an application on tx.
 func (m *Mailer) Queue(ctx context.Context, tx *gorm.DB, applicationID, kind, to, subject, body string) error {
-	row := mailRow{ID: uuid.Must(uuid.NewV7()).String(), ApplicationID: &applicationID, Kind: kind, Recipient: to,
-		Subject: subject, Body: body, State: MailQueued, CreatedAt: m.clock.Now()}
-	if err := tx.WithContext(ctx).Create(&row).Error; err != nil {
-		return fmt.Errorf("write mail: %w", err)
+	return m.queue(ctx, tx, mailRow{ApplicationID: &applicationID, Kind: kind, Recipient: to, Subject: subject, Body: body})
+}
+
+// QueueOwner writes one message to an owner on tx; ref names its sign-in or link row.
+func (m *Mailer) QueueOwner(ctx context.Context, tx *gorm.DB, ref, kind, to, subject, body string) error {
+	return m.queue(ctx, tx, mailRow{RefID: &ref, Kind: kind, Recipient: to, Subject: subject, Body: body})
+}
+
+func (m *Mailer) queue(ctx context.Context, tx *gorm.DB, row mailRow) error {
+	id, err := writeMail(ctx, tx, row, m.clock.Now())
+	if err != nil {
+		return err
 	}
-	return m.jobs.InsertTx(ctx, tx, SendArgs{MailID: row.ID}, &river.InsertOpts{MaxAttempts: m.cfg.MailAttempts})
+	return m.jobs.InsertTx(ctx, tx, SendArgs{MailID: id}, &river.InsertOpts{MaxAttempts: m.cfg.MailAttempts})
+}
+
+// writeMail writes row, queued, on tx and returns its id; the caller sees that a job sends it.
+func writeMail(ctx context.Context, tx *gorm.DB, row mailRow, now time.Time) (string, error) {
+	row.ID, row.State, row.CreatedAt = uuid.Must(uuid.NewV7()).String(), MailQueued, now
+	if err := tx.WithContext(ctx).Create(&row).Error; err != nil {
+		return "", fmt.Errorf("write mail: %w", err)
+	}
+	return row.ID, nil
 }
 
 // cancelMail cancels, on tx, an application's messages of kind that have not gone out, erasing them.
@@ -108,6 +124,16 @@ func cancelMail(tx *gorm.DB, applicationID, kind string) error {
 // secret has done its work.
 func eraseMail(tx *gorm.DB, applicationID, kind string) error {
 	if err := tx.Model(&mailRow{}).Where("application_id = ? AND kind = ? AND state = ?", applicationID, kind, MailOutbox).
+		Update("body", "").Error; err != nil {
+		return fmt.Errorf("erase %s mail: %w", kind, err)
+	}
+	return nil
+}
+
+// eraseOwnerMail erases, on tx, the bodies of the messages about ref kept in the outbox: their link
+// has done its work.
+func eraseOwnerMail(tx *gorm.DB, ref, kind string) error {
+	if err := tx.Model(&mailRow{}).Where("ref_id = ? AND kind = ? AND state = ?", ref, kind, MailOutbox).
 		Update("body", "").Error; err != nil {
 		return fmt.Errorf("erase %s mail: %w", kind, err)
 	}
@@ -142,11 +168,16 @@ func (s *Sender) Timeout(*river.Job[SendArgs]) time.Duration { return time.Minut
 
 // Work sends the message once; a message already sent or given up is left alone.
 func (s *Sender) Work(ctx context.Context, job *river.Job[SendArgs]) error {
+	return s.deliver(ctx, job.Args.MailID, job.Attempt, job.MaxAttempts)
+}
+
+// deliver is one attempt of a job at sending the message mailID: the attempt'th of at most attempts.
+func (s *Sender) deliver(ctx context.Context, mailID string, attempt, attempts int) error {
 	db := s.db.WithContext(ctx)
 	var m mailRow
-	if err := db.First(&m, "id = ?", job.Args.MailID).Error; err != nil {
+	if err := db.First(&m, "id = ?", mailID).Error; err != nil {
 		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return river.JobCancel(fmt.Errorf("mail %s does not exist", job.Args.MailID))
+			return river.JobCancel(fmt.Errorf("mail %s does not exist", mailID))
 		}
 		return fmt.Errorf("read mail: %w", err)
 	}
@@ -176,7 +207,7 @@ func (s *Sender) Work(ctx context.Context, job *river.Job[SendArgs]) error {
 	if err == nil {
 		return db.Transaction(func(tx *gorm.DB) error {
 			if err := tx.Model(&mailRow{}).Where("id = ? AND state = ?", m.ID, MailQueued).
-				Updates(map[string]any{"state": MailSent, "body": "", "sent_at": now, "attempts": job.Attempt, "last_error": nil}).Error; err != nil {
+				Updates(map[string]any{"state": MailSent, "body": "", "sent_at": now, "attempts": attempt, "last_error": nil}).Error; err != nil {
 				return fmt.Errorf("mark mail sent: %w", err)
 			}
 			if m.Kind == MailInvitation && m.ApplicationID != nil {
@@ -188,10 +219,10 @@ func (s *Sender) Work(ctx context.Context, job *river.Job[SendArgs]) error {
 		})
 	}
 	msg := err.Error()
-	update := map[string]any{"attempts": job.Attempt, "last_error": msg}
-	if job.Attempt >= job.MaxAttempts {
+	update := map[string]any{"attempts": attempt, "last_error": msg}
+	if attempt >= attempts {
 		update["state"], update["body"] = MailFailed, ""
-		s.log.ErrorContext(ctx, "mail given up", "module", ID, "mail_id", m.ID, "kind", m.Kind, "attempts", job.Attempt, "error", err)
+		s.log.ErrorContext(ctx, "mail given up", "module", ID, "mail_id", m.ID, "kind", m.Kind, "attempts", attempt, "error", err)
 	}
 	if uerr := db.Model(&mailRow{}).Where("id = ?", m.ID).Updates(update).Error; uerr != nil {
 		return errors.Join(err, uerr)
@@ -231,11 +262,6 @@ func (s *Sender) send(ctx context.Context, m mailRow) error {
 		return fmt.Errorf("send mail to %s:%d: %w", srv.host, srv.port, err)
 	}
 	return nil
-}
-
-// Workers gives the sender to the host's job runner.
-func Workers(s *Sender) plugin.Workers {
-	return plugin.Workers{Module: ID, Register: func(w *river.Workers) error { return river.AddWorkerSafely(w, s) }}
 }
 
 var _ river.Worker[SendArgs] = (*Sender)(nil)

@@ -65,5 +65,70 @@ func Migrations() plugin.Migrations {
 			}
 			return nil
 		}},
+		{ID: "onboarding_0002_owners_links_drafts_sessions", Migrate: func(tx *gorm.DB) error {
+			type owner struct {
+				ID           string `gorm:"primaryKey;size:36"`
+				Email        string `gorm:"size:254;not null;uniqueIndex:idx_onboarding_owners_email"`
+				CreatedAt    time.Time
+				LastSignInAt *time.Time
+			}
+			type agentOwner struct {
+				AgentID  string `gorm:"primaryKey;size:36"`
+				OwnerID  string `gorm:"size:36;not null;index:idx_onboarding_agent_owners_owner"`
+				Handle   string `gorm:"size:32;not null"`
+				Via      string `gorm:"size:16;not null"`
+				LinkedAt time.Time
+			}
+			type signIn struct {
+				TokenHash string `gorm:"primaryKey;size:64"`
+				Email     string `gorm:"size:254;not null"`
+				CreatedAt time.Time
+				ExpiresAt time.Time `gorm:"index:idx_onboarding_sign_ins_expires"`
+				UsedAt    *time.Time
+			}
+			type link struct {
+				ID          string  `gorm:"primaryKey;size:36"`
+				AgentID     string  `gorm:"size:36;not null;index:idx_onboarding_owner_links_agent"`
+				Handle      string  `gorm:"size:32;not null"`
+				Email       string  `gorm:"size:254;not null"`
+				State       string  `gorm:"size:16;not null"`
+				OwnerID     *string `gorm:"size:36;index:idx_onboarding_owner_links_owner"`
+				TokenHash   *string `gorm:"size:64;uniqueIndex:idx_onboarding_owner_links_token"`
+				CreatedAt   time.Time
+				ExpiresAt   time.Time
+				ConfirmedAt *time.Time
+			}
+			type draft struct {
+				ID            string `gorm:"primaryKey;size:36"`
+				AgentID       string `gorm:"size:36;not null;index:idx_onboarding_drafts_agent"`
+				OwnerID       string `gorm:"size:36;not null"`
+				State         string `gorm:"size:16;not null"`
+				KeyID         string `gorm:"size:16;not null"`
+				Ciphertext    []byte
+				ContentSHA256 string `gorm:"column:content_sha256;size:64;not null"`
+				CreatedAt     time.Time
+				ClosedAt      *time.Time
+			}
+			type session struct {
+				Token  string    `gorm:"primaryKey;size:64"`
+				Data   []byte    `gorm:"not null"`
+				Expiry time.Time `gorm:"index:idx_onboarding_sessions_expiry"`
+			}
+			for table, model := range map[string]any{"onboarding_owners": &owner{}, "onboarding_agent_owners": &agentOwner{},
+				"onboarding_sign_ins": &signIn{}, "onboarding_owner_links": &link{}, "onboarding_drafts": &draft{}, "onboarding_sessions": &session{}} {
+				if err := tx.Table(table).Migrator().CreateTable(model); err != nil {
+					return fmt.Errorf("onboarding: %s: %w", table, err)
+				}
+			}
+			// An owner's message names its sign-in or link row.
+			if err := tx.Exec(`ALTER TABLE onboarding_mail ADD COLUMN ref_id VARCHAR(64)`).Error; err != nil {
+				return fmt.Errorf("onboarding: %w", err)
+			}
+			// One waiting draft per agent, even when two owners' drafts arrive at once.
+			if err := tx.Exec(`CREATE UNIQUE INDEX idx_onboarding_drafts_waiting ON onboarding_drafts (agent_id) WHERE state = 'waiting'`).Error; err != nil {
+				return fmt.Errorf("onboarding: %w", err)
+			}
+			return nil
+		}},
 	}}
 }

@@ -17,11 +17,13 @@ func Descriptor() plugin.Descriptor {
 // Module wires onboarding into a host.
 func Module() fx.Option {
 	return fx.Module(ID,
-		fx.Provide(fx.Private, func() *schema.Set { return schema.Published() }, NewConfig, NewMailer, NewSender, NewAPI, NewPages),
+		fx.Provide(fx.Private, func() *schema.Set { return schema.Published() }, NewConfig, NewMailer, NewSender, NewAPI, NewPages,
+			NewKeyring, NewDrafts, NewSessions, NewOwnerPages, NewAgentAPI, NewLinker, NewSweeper),
 		// Public: the admin commands run with them.
-		fx.Provide(NewApplications, NewOutbox),
+		fx.Provide(NewApplications, NewOutbox, NewOwners),
 		fx.Provide(
 			plugin.AsRoutes(Routes),
+			plugin.AsRoutes(AgentRoutes),
 			plugin.AsMigrations(Migrations),
 			plugin.AsPublications(Publications),
 			plugin.AsWorkers(Workers),
@@ -30,16 +32,28 @@ func Module() fx.Option {
 	)
 }
 
-// Routes are the plane's pages and API, on the public listener.
-func Routes(api *API, pages *Pages, d *plugin.Deployment, s *site.Site) plugin.Routes {
+// Routes are the plane's pages and API, on the public listener, and the owner's pages.
+func Routes(api *API, pages *Pages, owner *OwnerPages, d *plugin.Deployment, s *site.Site) plugin.Routes {
 	return plugin.Routes{Module: ID, Plane: plugin.Onboarding, Mount: func(r gin.IRouter) {
-		forms := r.Group("", csrfGuard(d, s))
+		csrf := csrfGuard(d, s)
+		forms := r.Group("", csrf)
 		get := func(path string, h gin.HandlerFunc) { forms.GET(path, h); forms.HEAD(path, h) }
 		get(FormPath, pages.form)
 		forms.POST(FormPath, pages.submit)
 		get(ConfirmPath+":token", pages.confirmForm)
 		forms.POST(ConfirmPath+":token", pages.confirm)
 		get(StatusPath+":token", pages.status)
+
+		owners := r.Group("", csrf, owner.loadSession)
+		ownerGet := func(path string, h gin.HandlerFunc) { owners.GET(path, h); owners.HEAD(path, h) }
+		ownerGet(OwnerPath, owner.home)
+		owners.POST(SignInPath, owner.requestSignIn)
+		ownerGet(SignInPath+"/:token", owner.signInLink)
+		owners.POST(SignInPath+"/:token", owner.signIn)
+		owners.POST(SignOutPath, owner.signOut)
+		ownerGet(OwnerLinkPath+":token", owner.linkForm)
+		owners.POST(OwnerLinkPath+":token", owner.confirmLink)
+		owners.POST(DraftsPath, owner.writeDraft)
 
 		r.POST(APIPrefix+"/applications", api.apply)
 		r.GET(APIPrefix+"/status/:token", api.status)

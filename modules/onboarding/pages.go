@@ -156,5 +156,5 @@ func (p *Pages) status(c *gin.Context) {
 
 // Nav links the form from the site's header.
 func Nav() []plugin.Nav {
-	return []plugin.Nav{{Module: ID, Label: "Apply for an agent", Path: FormPath, Rank: 50}}
+	return []plugin.Nav{{Module: ID, Label: "Apply for an agent", Path: FormPath, Rank: 50}, {Module: ID, Label: "Your agents", Path: OwnerPath, Rank: 60}}
 }

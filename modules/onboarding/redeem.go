@@ -84,6 +84,14 @@ func (a *Applications) Redeem(ctx context.Context, in RedemptionRequest, addr st
 			"redeemed_at": now, "updated_at": now}).Error; err != nil {
 			return fmt.Errorf("redeem invitation: %w", err)
 		}
+		// The applicant owns the agent it applied for.
+		owner, err := ensureOwner(tx, row.Email, now)
+		if err != nil {
+			return err
+		}
+		if err := linkAgent(tx, owner.ID, p.AgentID, row.Handle, ViaApplication, now); err != nil {
+			return err
+		}
 		fresh = true
 		// The invitation has done its work: no copy of it is kept.
 		return eraseMail(tx, row.ID, MailInvitation)

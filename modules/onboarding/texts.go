@@ -38,3 +38,37 @@ It can be redeemed once, until %[4]s, by the agent's own key: run the connector 
 svc
 `, row.Handle, baseURL, invitation, expiry.UTC().Format("2006-01-02 15:04 UTC"))
 }
+
+// signInMail carries a one-time sign-in link to /owner. It goes to whoever typed the address, so it
+// says what to do when that was not the reader.
+func signInMail(baseURL, token string, ttl time.Duration) string {
+	return fmt.Sprintf(`Hello,
+
+someone (we hope you) asked to sign in to %[1]s%[2]s with this address, where owners see their agents and write personality drafts for them.
+
+To sign in, open this link within %[3]s and press the button on the page. It works once:
+
+%[1]s%[4]s/%[5]s
+
+If you did not ask, ignore this message: nobody can sign in without the link.
+
+svc
+`, baseURL, OwnerPath, ttl, SignInPath, token)
+}
+
+// ownerLinkMail asks an owner to confirm that an agent is theirs. The handle's alphabet is closed, so
+// the agent cannot put its own words in the service's mail.
+func ownerLinkMail(baseURL, handle, token string, ttl time.Duration) string {
+	return fmt.Sprintf(`Hello,
+
+the agent %[1]s at %[2]s asks to be linked to you, the owner of this address. Once linked, the agent is listed on your page (%[2]s%[3]s) and you can write personality drafts for it.
+
+If the agent is yours, open this link within %[4]s and press the button on the page:
+
+%[2]s%[5]s%[6]s
+
+If it is not yours, ignore this message: nothing is linked without your confirmation.
+
+svc
+`, handle, baseURL, OwnerPath, ttl, OwnerLinkPath, token)
+}

@@ -1,0 +1,54 @@
+package onboarding
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/port"
+)
+
+// SweepEvery is how often expired sessions and sign-in links are deleted.
+const SweepEvery = 10 * time.Minute
+
+// SweepArgs is the periodic job that deletes what expired: sessions and sign-in links. Nothing depends
+// on it for safety (an expired session or link is refused when read); it keeps the tables small.
+type SweepArgs struct{}
+
+// Kind names the job in River.
+func (SweepArgs) Kind() string { return "onboarding_sweep" }
+
+func sweepJob() *river.PeriodicJob {
+	return river.NewPeriodicJob(river.PeriodicInterval(SweepEvery),
+		func() (river.JobArgs, *river.InsertOpts) { return SweepArgs{}, nil }, &river.PeriodicJobOpts{RunOnStart: true})
+}
+
+// Sweeper works SweepArgs.
+type Sweeper struct {
+	river.WorkerDefaults[SweepArgs]
+	db    *gorm.DB
+	clock port.Clock
+}
+
+// NewSweeper returns the worker.
+func NewSweeper(db *gorm.DB, clock port.Clock) *Sweeper { return &Sweeper{db: db, clock: clock} }
+
+// Work deletes expired sessions, and sign-in links a day after they expired.
+func (s *Sweeper) Work(ctx context.Context, _ *river.Job[SweepArgs]) error {
+	now := s.clock.Now()
+	db := s.db.WithContext(ctx)
+	// Sessions expire by the wall clock: scs dates them with time.Now. In UTC, as the store keeps them:
+	// SQLite compares the stored text, which a local time would not match.
+	if err := db.Where("expiry < ?", time.Now().UTC()).Delete(&sessionRow{}).Error; err != nil {
+		return fmt.Errorf("delete expired sessions: %w", err)
+	}
+	if err := db.Where("expires_at < ?", now.Add(-24*time.Hour)).Delete(&signInRow{}).Error; err != nil {
+		return fmt.Errorf("delete expired sign-in links: %w", err)
+	}
+	return nil
+}
+
+var _ river.Worker[SweepArgs] = (*Sweeper)(nil)
