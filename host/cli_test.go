@@ -77,6 +77,18 @@ func TestBadConfigurationStopsWithOneLine(t *testing.T) {
 	}
 }
 
+// One-off admin commands need none of the keys serving needs: an operator's shell lacks them.
+func TestAdminNeedsNoServingKeys(t *testing.T) {
+	env := sqliteEnv(t)
+	delete(env, "SVC_ONBOARDING_DRAFT_KEY")
+	if code, _, stderr := runMain(t, env, "migrate"); code != 0 {
+		t.Fatalf("migrate: %d %s", code, stderr)
+	}
+	if code, stdout, stderr := runMain(t, env, "admin", "--json", "application", "list"); code != 0 || !strings.HasPrefix(stdout, `{"applications":`) {
+		t.Fatalf("application list without a draft key: exit %d, %q %s", code, stdout, stderr)
+	}
+}
+
 func TestMigrateAndAdminModules(t *testing.T) {
 	env := sqliteEnv(t)
 	if code, _, stderr := runMain(t, env, "migrate"); code != 0 {

@@ -85,7 +85,7 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 		},
 		{
 			Name:  "mail",
-			Usage: "the mail to applicants: queued, sent, given up, or kept in the outbox when no SMTP server is configured",
+			Usage: "the mail to applicants and owners: queued, sent, given up, or kept in the outbox when no SMTP server is configured",
 			Commands: []*cli.Command{{
 				Name:  "list",
 				Usage: "list messages, oldest first (at most 1000): prints {\"mail\": [...]}; bodies are shown only for messages waiting in the outbox",

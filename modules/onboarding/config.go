@@ -61,7 +61,7 @@ func Flags() []cli.Flag {
 	env := cli.EnvVars
 	return []cli.Flag{
 		&cli.StringFlag{Name: "onboarding-smtp-url", Sources: env("SVC_ONBOARDING_SMTP_URL"), Category: ID, Usage: "mail server, smtp://[user:password@]host[:port][?tls=required|none] or smtps://...; empty keeps mail in the outbox (svc admin mail list)"},
-		&cli.StringFlag{Name: "onboarding-mail-from", Sources: env("SVC_ONBOARDING_MAIL_FROM"), Category: ID, Usage: "sender address of the mail to applicants (default noreply@ the base URL's host)"},
+		&cli.StringFlag{Name: "onboarding-mail-from", Sources: env("SVC_ONBOARDING_MAIL_FROM"), Category: ID, Usage: "sender address of the mail to applicants and owners (default noreply@ the base URL's host)"},
 		&cli.DurationFlag{Name: "onboarding-invitation-ttl", Value: d.InvitationTTL, Sources: env("SVC_ONBOARDING_INVITATION_TTL"), Category: ID, Usage: "how long an invitation can be redeemed"},
 		&cli.DurationFlag{Name: "onboarding-confirm-ttl", Value: d.ConfirmTTL, Sources: env("SVC_ONBOARDING_CONFIRM_TTL"), Category: ID, Usage: "how long an application waits for its address's confirmation before it expires (its handle is then free)"},
 		&cli.IntFlag{Name: "onboarding-mail-attempts", Value: d.MailAttempts, Sources: env("SVC_ONBOARDING_MAIL_ATTEMPTS"), Category: ID, Usage: "attempts to send a message before it is given up (with backoff between them)"},
@@ -73,7 +73,7 @@ func Flags() []cli.Flag {
 		&cli.DurationFlag{Name: "onboarding-link-ttl", Value: d.LinkTTL, Sources: env("SVC_ONBOARDING_LINK_TTL"), Category: ID, Usage: "how long the owner has to confirm an agent's owner link"},
 		&cli.IntFlag{Name: "onboarding-link-agent-limit", Value: d.LinkAgentLimit, Sources: env("SVC_ONBOARDING_LINK_AGENT_LIMIT"), Category: ID, Usage: "owner-link requests per agent per --onboarding-address-window (429 past it)"},
 		&cli.IntFlag{Name: "onboarding-link-address-limit", Value: d.LinkAddressLimit, Sources: env("SVC_ONBOARDING_LINK_ADDRESS_LIMIT"), Category: ID, Usage: "owner-link requests naming one mail address per --onboarding-address-window (429 past it)"},
-		&cli.DurationFlag{Name: "onboarding-address-window", Value: d.AddressWindow, Sources: env("SVC_ONBOARDING_ADDRESS_WINDOW"), Category: ID, Usage: "the window of --onboarding-address-limit"},
+		&cli.DurationFlag{Name: "onboarding-address-window", Value: d.AddressWindow, Sources: env("SVC_ONBOARDING_ADDRESS_WINDOW"), Category: ID, Usage: "the window of every onboarding limit: per client address, per recipient, and the owner-link limits"},
 	}
 }
 

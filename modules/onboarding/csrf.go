@@ -52,6 +52,17 @@ func csrfGuard(d *plugin.Deployment, s *site.Site) gin.HandlerFunc {
 		}
 		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxForm)
 		c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), ginContext{}, c))
+		c.Set(csrfKey, h)
 		h.ServeHTTP(c.Writer, c.Request)
+	}
+}
+
+const csrfKey = "onboarding.csrf"
+
+// regenerateCSRF gives the browser a new form token (at sign-in and sign-out): a token learnt before
+// is worth nothing after.
+func regenerateCSRF(c *gin.Context) {
+	if h, ok := c.Get(csrfKey); ok {
+		h.(*nosurf.CSRFHandler).RegenerateToken(c.Writer, c.Request)
 	}
 }

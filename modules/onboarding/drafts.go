@@ -105,8 +105,9 @@ func (d *Drafts) Write(ctx context.Context, ownerID, agentID, content string) (D
 	row := draftRow{ID: uuid.Must(uuid.NewV7()).String(), AgentID: agentID, OwnerID: ownerID, State: DraftWaiting,
 		ContentSHA256: sha256Hex(content), CreatedAt: now}
 	row.KeyID, row.Ciphertext = d.keys.Seal(row.ID, agentID, []byte(content))
-	err := d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if _, ok, err := owns(tx, ownerID, agentID); err != nil || !ok {
+	write := func(tx *gorm.DB) error {
+		// The ownership row is locked, so that an unlink waits for this draft and then withdraws it.
+		if _, ok, err := owns(lockFor(tx), ownerID, agentID); err != nil || !ok {
 			if err != nil {
 				return err
 			}
@@ -115,14 +116,21 @@ func (d *Drafts) Write(ctx context.Context, ownerID, agentID, content string) (D
 		if err := closeDrafts(tx, agentID, DraftReplaced, now); err != nil {
 			return err
 		}
-		if err := tx.Create(&row).Error; err != nil {
-			if errors.Is(err, gorm.ErrDuplicatedKey) {
-				return problem.New(problem.Conflict, "Another draft for this agent was written at the same moment; reload the page and look before writing again.")
-			}
+		err := tx.Create(&row).Error
+		if err != nil && !errors.Is(err, gorm.ErrDuplicatedKey) {
 			return fmt.Errorf("write draft: %w", err)
 		}
-		return nil
-	})
+		return err
+	}
+	err := d.db.WithContext(ctx).Transaction(write)
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		// Another draft for the agent committed in between: the newer one replaces it, as it would
+		// have a moment later.
+		err = d.db.WithContext(ctx).Transaction(write)
+	}
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		return DraftInfo{}, problem.New(problem.Conflict, "Other drafts for this agent are being written at this moment; reload the page and look before writing again.")
+	}
 	if err != nil {
 		return DraftInfo{}, err
 	}
@@ -175,15 +183,15 @@ func (d *Drafts) Close(ctx context.Context, agentID, draftID, sha string) (Draft
 			return problem.New(problem.DraftMismatch, "You have no draft with this draft_id. Read the waiting draft (GET /agent-api/v1/personality-draft) and use its draft_id.").With("pointer", "/draft_id")
 		}
 		r := rows[0]
-		if sha != "" && sha != r.ContentSHA256 {
-			return problem.New(problem.DraftMismatch, "content_sha256 is not the SHA-256 of this draft's content: compute it over the exact UTF-8 bytes of content as received. The draft still waits.").With("pointer", "/content_sha256")
-		}
+		matches := sha == "" || sha == r.ContentSHA256
 		switch {
-		case r.State == want && r.ClosedAt != nil:
+		case matches && r.State == want && r.ClosedAt != nil:
 			out = DraftOutcome{DraftID: r.ID, State: r.State, ClosedAt: r.ClosedAt.UTC()}
 			return nil
 		case r.State != DraftWaiting:
 			return problem.Newf(problem.DraftMismatch, "This draft no longer waits: it was %s.", r.State).With("state", r.State)
+		case !matches:
+			return problem.New(problem.DraftMismatch, "content_sha256 is not the SHA-256 of this draft's content: compute it over the exact UTF-8 bytes of content as received. The draft still waits.").With("pointer", "/content_sha256")
 		}
 		now := d.clock.Now().UTC().Truncate(time.Microsecond)
 		if err := tx.Model(&draftRow{}).Where("id = ?", r.ID).

@@ -67,8 +67,8 @@ func (o *Owners) RequestLink(ctx context.Context, tx *gorm.DB, p port.Principal,
 	if err := tx.Create(&row).Error; err != nil {
 		return 0, nil, fmt.Errorf("record owner link: %w", err)
 	}
-	if err := o.mailer.jobs.InsertTx(ctx, tx, LinkArgs{LinkID: row.ID}, &river.InsertOpts{MaxAttempts: o.cfg.MailAttempts}); err != nil {
-		return 0, nil, fmt.Errorf("queue owner link: %w", err)
+	if err := o.mailer.Enqueue(ctx, tx, LinkArgs{LinkID: row.ID}); err != nil {
+		return 0, nil, err
 	}
 	return http.StatusAccepted, OwnerLinkRequested{Status: "requested", Email: email, ConfirmWithinSeconds: int(o.cfg.LinkTTL.Seconds())}, nil
 }
@@ -130,7 +130,10 @@ func (l *Linker) Work(ctx context.Context, job *river.Job[LinkArgs]) error {
 			return fmt.Errorf("read owner: %w", err)
 		}
 		if len(owners) == 0 {
-			return tx.Model(&linkRow{}).Where("id = ?", link.ID).Update("state", LinkNoAccount).Error
+			if err := tx.Model(&linkRow{}).Where("id = ?", link.ID).Update("state", LinkNoAccount).Error; err != nil {
+				return fmt.Errorf("close owner link: %w", err)
+			}
+			return nil
 		}
 		token := newToken(32)
 		if err := tx.Model(&linkRow{}).Where("id = ?", link.ID).

@@ -2,7 +2,11 @@ package onboarding
 
 import (
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm/clause"
 
 	"github.com/go-gormigrate/gormigrate/v2"
 	"gorm.io/gorm"
@@ -126,6 +130,66 @@ func Migrations() plugin.Migrations {
 			}
 			// One waiting draft per agent, even when two owners' drafts arrive at once.
 			if err := tx.Exec(`CREATE UNIQUE INDEX idx_onboarding_drafts_waiting ON onboarding_drafts (agent_id) WHERE state = 'waiting'`).Error; err != nil {
+				return fmt.Errorf("onboarding: %w", err)
+			}
+			return nil
+		}},
+		{ID: "onboarding_0003_backfill_owners", Migrate: func(tx *gorm.DB) error {
+			// Applicants who confirmed their address before owners existed have an account, and the
+			// agents they redeemed are theirs, as for applications made since.
+			type application struct {
+				Handle           string
+				Email            string
+				State            string
+				EmailConfirmedAt *time.Time
+				AgentID          *string
+				RedeemedAt       *time.Time
+			}
+			type owner struct {
+				ID        string `gorm:"primaryKey;size:36"`
+				Email     string `gorm:"size:254;not null"`
+				CreatedAt time.Time
+			}
+			type agentOwner struct {
+				AgentID  string `gorm:"primaryKey;size:36"`
+				OwnerID  string `gorm:"size:36;not null"`
+				Handle   string `gorm:"size:32;not null"`
+				Via      string `gorm:"size:16;not null"`
+				LinkedAt time.Time
+			}
+			var apps []application
+			if err := tx.Table("onboarding_applications").Where("email_confirmed_at IS NOT NULL").Order("created_at").Find(&apps).Error; err != nil {
+				return fmt.Errorf("onboarding: read applications: %w", err)
+			}
+			owners := map[string]string{}
+			for _, a := range apps {
+				email := strings.ToLower(strings.TrimSpace(a.Email))
+				id, ok := owners[email]
+				if !ok {
+					var ids []string
+					if err := tx.Table("onboarding_owners").Where("email = ?", email).Limit(1).Pluck("id", &ids).Error; err != nil {
+						return fmt.Errorf("onboarding: read owner: %w", err)
+					}
+					if len(ids) == 1 {
+						id = ids[0]
+					} else {
+						id = uuid.Must(uuid.NewV7()).String()
+						if err := tx.Table("onboarding_owners").Create(&owner{ID: id, Email: email, CreatedAt: *a.EmailConfirmedAt}).Error; err != nil {
+							return fmt.Errorf("onboarding: create owner: %w", err)
+						}
+					}
+					owners[email] = id
+				}
+				if a.State != "redeemed" || a.AgentID == nil || a.RedeemedAt == nil {
+					continue
+				}
+				row := agentOwner{AgentID: *a.AgentID, OwnerID: id, Handle: a.Handle, Via: "application", LinkedAt: *a.RedeemedAt}
+				if err := tx.Table("onboarding_agent_owners").Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
+					return fmt.Errorf("onboarding: link agent: %w", err)
+				}
+			}
+			// An owner's messages are found by the row they are about.
+			if err := tx.Exec(`CREATE INDEX idx_onboarding_mail_ref ON onboarding_mail (ref_id)`).Error; err != nil {
 				return fmt.Errorf("onboarding: %w", err)
 			}
 			return nil

@@ -2,7 +2,6 @@ package onboarding
 
 import (
 	"errors"
-	"fmt"
 	"html/template"
 	"net/http"
 	"strconv"
@@ -33,6 +32,7 @@ type OwnerPages struct {
 func NewOwnerPages(owners *Owners, drafts *Drafts, apps *Applications, sessions *Sessions, s *site.Site) *OwnerPages {
 	funcs := template.FuncMap{
 		"when":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+		"words": inWords,
 		"short": func(s string) string { return s[:min(12, len(s))] },
 	}
 	p := &OwnerPages{owners: owners, drafts: drafts, apps: apps, sessions: sessions, site: s, tmpl: map[string]*site.Page{}}
@@ -75,6 +75,7 @@ type linkPage struct {
 type signInLinkPage struct {
 	CSRF   string
 	Action string
+	Email  string
 }
 
 // noticeKey is the session's one-time notice, shown by the next page.
@@ -151,7 +152,7 @@ func (p *OwnerPages) requestSignIn(c *gin.Context) {
 	case errors.As(err, &pr) && pr.Code == problem.RateLimited:
 		secs, _ := pr.Extensions["retry_after_seconds"].(int)
 		c.Header("Retry-After", strconv.Itoa(max(secs, 1)))
-		page.Error = fmt.Sprintf("Too many sign-in links were asked for from here or for this address. Try again in %d minutes.", max(secs/60, 1))
+		page.Error = "Too many sign-in links were asked for from here or for this address. Try again in " + inWords(time.Duration(max(secs, 1))*time.Second) + "."
 		p.write(c, pr.Status, "owner-sign-in", page)
 	default:
 		p.site.Error(c, err)
@@ -161,11 +162,12 @@ func (p *OwnerPages) requestSignIn(c *gin.Context) {
 // signInLink is GET /owner/sign-in/{token}: a button, so that a mail scanner following the link signs
 // nobody in and uses up nothing.
 func (p *OwnerPages) signInLink(c *gin.Context) {
-	if err := p.owners.SignInPage(c.Request.Context(), c.Param("token")); err != nil {
+	email, err := p.owners.SignInPage(c.Request.Context(), c.Param("token"))
+	if err != nil {
 		p.site.Error(c, err)
 		return
 	}
-	p.write(c, http.StatusOK, "owner-sign-in-link", signInLinkPage{CSRF: nosurf.Token(c.Request), Action: c.Request.URL.Path})
+	p.write(c, http.StatusOK, "owner-sign-in-link", signInLinkPage{CSRF: nosurf.Token(c.Request), Action: c.Request.URL.Path, Email: email})
 }
 
 // signIn is POST /owner/sign-in/{token}: it uses the link and starts a session.
@@ -179,6 +181,7 @@ func (p *OwnerPages) signIn(c *gin.Context) {
 		p.site.Error(c, err)
 		return
 	}
+	regenerateCSRF(c)
 	c.Redirect(http.StatusSeeOther, OwnerPath)
 }
 
@@ -188,6 +191,7 @@ func (p *OwnerPages) signOut(c *gin.Context) {
 		p.site.Error(c, err)
 		return
 	}
+	regenerateCSRF(c)
 	c.Redirect(http.StatusSeeOther, OwnerPath)
 }
 

@@ -123,20 +123,21 @@ func linkExpired(what string) *problem.Problem {
 	return problem.Newf(problem.NotFound, "This %s link is unknown, used or expired. Check that the whole link was copied, or ask for a new one.", what)
 }
 
-// SignInPage checks the sign-in link token before its button is shown.
-func (o *Owners) SignInPage(ctx context.Context, token string) error {
+// SignInPage checks the sign-in link token before its button is shown, and returns the address it
+// signs in as, so that nobody is signed into an account they did not expect.
+func (o *Owners) SignInPage(ctx context.Context, token string) (string, error) {
 	if !plausibleToken(token, 32) {
-		return linkExpired("sign-in")
+		return "", linkExpired("sign-in")
 	}
-	var n int64
+	var emails []string
 	if err := o.db.WithContext(ctx).Model(&signInRow{}).Where("token_hash = ? AND used_at IS NULL AND expires_at > ?", hashToken(token), o.clock.Now()).
-		Count(&n).Error; err != nil {
-		return fmt.Errorf("read sign-in: %w", err)
+		Limit(1).Pluck("email", &emails).Error; err != nil {
+		return "", fmt.Errorf("read sign-in: %w", err)
 	}
-	if n == 0 {
-		return linkExpired("sign-in")
+	if len(emails) == 0 {
+		return "", linkExpired("sign-in")
 	}
-	return nil
+	return emails[0], nil
 }
 
 // SignIn uses the sign-in link token, once, and returns the account of its address.

@@ -303,7 +303,9 @@ func TestOwnerSignIn(t *testing.T) {
 		if n := w.count(t, "onboarding_owners", ""); n != 1 || w.count(t, "onboarding_owners", "email = ?", "ana@example.org") != 1 {
 			t.Fatalf("%d accounts after the first sign-in", n)
 		}
-		r, _ = b.get(t, onboarding.OwnerPath)
+		// Signing in gave the browser a new form token: the one from before is refused.
+		expectPage(t, b.post(t, link, url.Values{"csrf_token": {token}}), http.StatusForbidden, problem.CSRFFailed)
+		r, token = b.get(t, onboarding.OwnerPath)
 		expectPage(t, r, http.StatusOK, "")
 		contains(t, r, "Signed in as <strong>ana@example.org</strong>", `action="/owner/sign-out"`)
 		// The link worked once, and its message keeps no copy of it.

@@ -87,7 +87,7 @@ func (s *Sessions) commit(c *gin.Context) error {
 	ctx := c.Request.Context()
 	token, expiry, err := s.sm.Commit(ctx)
 	if err != nil {
-		return fmt.Errorf("save session: %w", err)
+		return err // the store's error, wrapped there
 	}
 	s.sm.WriteSessionCookie(ctx, c.Writer, token, expiry)
 	return nil

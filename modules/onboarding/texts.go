@@ -53,7 +53,7 @@ To sign in, open this link within %[3]s and press the button on the page. It wor
 If you did not ask, ignore this message: nobody can sign in without the link.
 
 svc
-`, baseURL, OwnerPath, ttl, SignInPath, token)
+`, baseURL, OwnerPath, inWords(ttl), SignInPath, token)
 }
 
 // ownerLinkMail asks an owner to confirm that an agent is theirs. The handle's alphabet is closed, so
@@ -70,5 +70,23 @@ If the agent is yours, open this link within %[4]s and press the button on the p
 If it is not yours, ignore this message: nothing is linked without your confirmation.
 
 svc
-`, handle, baseURL, OwnerPath, ttl, OwnerLinkPath, token)
+`, handle, baseURL, OwnerPath, inWords(ttl), OwnerLinkPath, token)
+}
+
+// inWords says a duration as people do: "15 minutes", "48 hours", "1 minute"; rounded up to the unit.
+func inWords(d time.Duration) string {
+	unit, name := time.Minute, "minute"
+	switch {
+	case d >= 48*time.Hour && d%(24*time.Hour) == 0:
+		unit, name = 24*time.Hour, "day"
+	case d >= 2*time.Hour:
+		unit, name = time.Hour, "hour"
+	case d < time.Minute:
+		unit, name = time.Second, "second"
+	}
+	n := int((d + unit - 1) / unit)
+	if n == 1 {
+		return "1 " + name
+	}
+	return fmt.Sprintf("%d %ss", n, name)
 }
