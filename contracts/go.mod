@@ -3,6 +3,7 @@ module github.com/svcforum/svc/contracts
 go 1.26.8
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/gin-gonic/gin v1.12.0
 	github.com/go-gormigrate/gormigrate/v2 v2.1.7
 	github.com/go-json-experiment/json v0.0.0-20260820222146-c27c302e5fc3

@@ -24,7 +24,9 @@ var (
 	}
 	mediaSchemas      = []string{"media-upload-request", "media-upload-accepted", "media-upload-status"}
 	reportsSchemas    = []string{"create-report-request", "created-report-response"}
-	onboardingSchemas = []string{"onboarding", "application-request", "application-created", "application-status", "redemption-request", "redemption-response"}
+	onboardingSchemas = []string{"onboarding", "application-request", "application-created", "application-status", "redemption-request", "redemption-response",
+		"owner-link-request", "owner-link-requested", "personality-draft", "personality-draft-response", "draft-reference", "discard-request", "personality-draft-outcome"}
+	arenaSchemas = []string{"grant-request", "grant-ticket", "runner-poll", "start-intent", "start-intent-list", "claim-request", "claim-response", "status-request", "status-response"}
 	// sigv1Schemas are some of what sigv1 publishes, named in every deployment below.
 	sigv1Schemas = []string{"signed-envelope", "conformance-request", "conformance-response"}
 )
@@ -82,9 +84,9 @@ func TestSubsetDeployments(t *testing.T) {
 	subset := startService(t, ctx, nw, subsetEnv)
 	every := startService(t, ctx, nw, map[string]string{"SVC_DATABASE_URL": everyURL, "SVC_BASE_URL": baseURL})
 	explicit := startService(t, ctx, nw, map[string]string{"SVC_DATABASE_URL": explicitURL, "SVC_BASE_URL": baseURL,
-		"SVC_MODULES": "discovery,sigv1,billing,forum,media,onboarding,reports"})
+		"SVC_MODULES": "discovery,sigv1,billing,forum,media,onboarding,reports,arena"})
 
-	optional := slices.Concat(billingSchemas, forumSchemas, mediaSchemas, reportsSchemas, onboardingSchemas)
+	optional := slices.Concat(billingSchemas, forumSchemas, mediaSchemas, reportsSchemas, onboardingSchemas, arenaSchemas)
 	t.Run("discovery,sigv1", func(t *testing.T) {
 		doc := fetchDiscovery(t, ctx, subset)
 		if !slices.Equal(doc.Modules, []string{"discovery", "sigv1"}) {
@@ -142,7 +144,7 @@ func TestSubsetDeployments(t *testing.T) {
 
 	t.Run("every module", func(t *testing.T) {
 		everyDoc := fetchDiscovery(t, ctx, every)
-		if want := []string{"billing", "discovery", "forum", "media", "onboarding", "reports", "sigv1"}; !slices.Equal(everyDoc.Modules, want) {
+		if want := []string{"arena", "billing", "discovery", "forum", "media", "onboarding", "reports", "sigv1"}; !slices.Equal(everyDoc.Modules, want) {
 			t.Errorf("discovery modules %q, want %q", everyDoc.Modules, want)
 		}
 		names := everyDoc.schemas(t)
@@ -174,7 +176,7 @@ func TestSubsetDeployments(t *testing.T) {
 		}
 	})
 
-	t.Run("discovery,sigv1,billing,forum,media,onboarding,reports", func(t *testing.T) {
+	t.Run("discovery,sigv1,billing,forum,media,onboarding,reports,arena", func(t *testing.T) {
 		if x := mustFetch(t, ctx, explicit.URL+"/api/v1/categories"); x.Status != 200 {
 			t.Errorf("GET /api/v1/categories: %s, want 200", x)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/modules/arena"
 	"github.com/svcforum/svc/modules/billing"
 	"github.com/svcforum/svc/modules/discovery"
 	"github.com/svcforum/svc/modules/forum"
@@ -19,6 +20,7 @@ import (
 // (the one place that names every module) and a require in host/go.mod.
 func Catalog() []plugin.Descriptor {
 	return []plugin.Descriptor{
+		arena.Descriptor(),
 		billing.Descriptor(),
 		discovery.Descriptor(),
 		forum.Descriptor(),
@@ -39,6 +41,7 @@ func Profiles() map[string][]string {
 		"forum":      {billing.ID, discovery.ID, forum.ID, sigv1.ID},
 		"media":      {billing.ID, discovery.ID, media.ID, sigv1.ID},
 		"onboarding": {discovery.ID, onboarding.ID, sigv1.ID},
+		"arena":      {arena.ID, discovery.ID, sigv1.ID},
 	}
 }
 

@@ -7,6 +7,7 @@ require (
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/gin-gonic/gin v1.12.0
 	github.com/go-gormigrate/gormigrate/v2 v2.1.7
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/google/uuid v1.6.0
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/pb33f/libopenapi v0.42.4
@@ -18,6 +19,7 @@ require (
 	github.com/riverqueue/river/riverdriver/riversqlite v0.51.2
 	github.com/svcforum/svc/contracts v0.0.0
 	github.com/svcforum/svc/database v0.0.0
+	github.com/svcforum/svc/modules/arena v0.0.0
 	github.com/svcforum/svc/modules/billing v0.0.0
 	github.com/svcforum/svc/modules/discovery v0.0.0
 	github.com/svcforum/svc/modules/forum v0.0.0
@@ -189,6 +191,8 @@ replace github.com/svcforum/svc/database => ../database
 replace github.com/svcforum/svc/modules/discovery => ../modules/discovery
 
 replace github.com/svcforum/svc/modules/sigv1 => ../modules/sigv1
+
+replace github.com/svcforum/svc/modules/arena => ../modules/arena
 
 replace github.com/svcforum/svc/modules/billing => ../modules/billing
 

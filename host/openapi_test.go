@@ -3,7 +3,9 @@ package host
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -193,6 +195,12 @@ func TestServedOpenAPIDescribesRealResponses(t *testing.T) {
 		{"GET", "/agent-api/v1/personality-draft", "", "", 200},
 		{"POST", "/agent-api/v1/personality-draft/acknowledge", "o-16", `{"draft_id":"01a20000-0000-7000-8000-000000000000","content_sha256":"` + strings.Repeat("0", 64) + `"}`, 409},
 		{"POST", "/agent-api/v1/personality-draft/discard", "o-17", `{"draft_id":"01a20000-0000-7000-8000-000000000000"}`, 409},
+		{"POST", "/agent-api/v1/arena/start-intents/poll", "o-18", `{"runner_id":"01a20000-0000-7000-8000-000000000001","availability":"online"}`, 200},
+		{"POST", "/agent-api/v1/arena/start-intents/01a20000-0000-7000-8000-000000000000/claim", "o-19", `{"runner_id":"01a20000-0000-7000-8000-000000000001"}`, 404},
+		{"POST", "/agent-api/v1/arena/start-intents/01a20000-0000-7000-8000-000000000000/status", "o-20", `{"runner_id":"01a20000-0000-7000-8000-000000000001","state":"running"}`, 404},
+		// No grant key is configured here.
+		{"POST", "/agent-api/v1/arena/matches/01a20000-0000-7000-8000-000000000000/grant", "o-21", `{"seat":"white","session_public_key":"` + sessionKeyB64 + `"}`, 503},
+		{"POST", "/agent-api/v1/arena/matches/01a20000-0000-7000-8000-000000000000/grant", "o-22", `{"seat":"white","session_public_key":"short"}`, 422},
 	} {
 		var body []byte
 		if c.body != "" {
@@ -390,3 +398,6 @@ func TestServedOnboardingOpenAPIDescribesRealResponses(t *testing.T) {
 		t.Errorf("a redemption against the schema: %d libraries noticed, want 2", n)
 	}
 }
+
+// sessionKeyB64 is a valid arena session key (the public key of the all-zero seed).
+var sessionKeyB64 = base64.StdEncoding.EncodeToString(ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey))

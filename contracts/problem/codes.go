@@ -83,6 +83,18 @@ const (
 	OwnerAlreadyLinked Code = "owner_already_linked"
 	DraftMismatch      Code = "draft_mismatch"
 
+	// Arena (WIRE.md section 12).
+	GrantKeyUnavailable    Code = "grant_key_unavailable"
+	SeatNotGranted         Code = "seat_not_granted"
+	TicketLiveForOtherKey  Code = "ticket_live_for_other_key"
+	GrantRequestsExhausted Code = "grant_requests_exhausted"
+	IntentNotFound         Code = "intent_not_found"
+	IntentExpired          Code = "intent_expired"
+	IntentAlreadyClaimed   Code = "intent_already_claimed"
+	IntentNotClaimed       Code = "intent_not_claimed"
+	RunnerNotPolling       Code = "runner_not_polling"
+	StatusNotForward       Code = "status_not_forward"
+
 	// Billing (WIRE.md section 3).
 	PricingVersionNotAccepted Code = "pricing_version_not_accepted"
 	PriceExceedsCap           Code = "price_exceeds_cap"
@@ -158,6 +170,17 @@ var catalog = map[Code]Definition{
 
 	OwnerAlreadyLinked: {http.StatusConflict, "The agent already has an owner"},
 	DraftMismatch:      {http.StatusConflict, "No waiting draft matches"},
+
+	GrantKeyUnavailable:    {http.StatusServiceUnavailable, "No grant key configured"},
+	SeatNotGranted:         {http.StatusForbidden, "No such seat in a match that grants now"},
+	TicketLiveForOtherKey:  {http.StatusConflict, "A live ticket exists for another session key"},
+	GrantRequestsExhausted: {http.StatusTooManyRequests, "Grant requests for this seat used up"},
+	IntentNotFound:         {http.StatusNotFound, "No such start intent"},
+	IntentExpired:          {http.StatusConflict, "Start intent expired"},
+	IntentAlreadyClaimed:   {http.StatusConflict, "Start intent claimed by another runner"},
+	IntentNotClaimed:       {http.StatusConflict, "Start intent not claimed"},
+	RunnerNotPolling:       {http.StatusConflict, "Runner is not polling"},
+	StatusNotForward:       {http.StatusConflict, "Status does not move forward"},
 
 	PricingVersionNotAccepted: {http.StatusConflict, "Pricing version not accepted"},
 	PriceExceedsCap:           {http.StatusConflict, "Effective price exceeds max_credit_cost"},

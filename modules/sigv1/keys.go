@@ -1,70 +1,16 @@
 package sigv1
 
 import (
-	"bytes"
 	"crypto/ed25519"
-	"encoding/base64"
-	"errors"
 
-	"filippo.io/edwards25519"
-	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/publickey"
 )
 
-// publicKeyB64Len is the length of 32 bytes in standard base64 with padding.
-const publicKeyB64Len = 44
+// ParsePublicKey parses a public key as registered (WIRE.md section 1, contracts/publickey): 32 raw
+// bytes in standard base64, the canonical encoding of an Ed25519 point not of small order. Refusals are
+// *problem.Problem public_key_rejected (422). It does not look for private keys: callers check
+// privatekey.Is first and answer private_key_refused.
+func ParsePublicKey(b64 string) (ed25519.PublicKey, error) { return publickey.Parse(b64) }
 
-var (
-	errNotCanonical = errors.New("public key is not the canonical encoding of an Ed25519 curve point")
-	errSmallOrder   = errors.New("public key is a point of small order, which anyone can sign for")
-)
-
-// ParsePublicKey parses a public key as registered (WIRE.md section 1): 32 raw bytes in standard base64
-// with padding (44 characters, canonical: the unused bits of the last character are zero), that are the
-// canonical encoding of an Ed25519 point not of small order. crypto/ed25519 accepts non-canonical and
-// small-order keys, and with the identity key 01 00..00 the signature 01 00..00 || 00..00 verifies for
-// any message, so such keys must never be registered. Refusals are *problem.Problem
-// public_key_rejected (422); the detail never echoes the input.
-//
-// ParsePublicKey does not look for private keys: callers check privatekey.Is first and answer
-// private_key_refused.
-func ParsePublicKey(b64 string) (ed25519.PublicKey, error) {
-	const shape = "public key must be 32 bytes in standard base64 with padding (44 characters)"
-	if len(b64) != publicKeyB64Len || !isStdBase64(b64) {
-		return nil, problem.New(problem.PublicKeyRejected, shape)
-	}
-	raw, err := base64.StdEncoding.Strict().DecodeString(b64)
-	if err != nil || len(raw) != ed25519.PublicKeySize {
-		return nil, problem.New(problem.PublicKeyRejected, shape)
-	}
-	if err := checkPoint(raw); err != nil {
-		return nil, problem.New(problem.PublicKeyRejected, err.Error())
-	}
-	return ed25519.PublicKey(raw), nil
-}
-
-// checkPoint returns nil when raw (32 bytes) is the canonical encoding of a point that is not of small
-// order: edwards25519 decodes it, re-encoding gives the same bytes, and multiplying by the cofactor 8
-// does not give the identity.
-func checkPoint(raw []byte) error {
-	p, err := new(edwards25519.Point).SetBytes(raw)
-	if err != nil || !bytes.Equal(p.Bytes(), raw) {
-		return errNotCanonical
-	}
-	if new(edwards25519.Point).MultByCofactor(p).Equal(edwards25519.NewIdentityPoint()) == 1 {
-		return errSmallOrder
-	}
-	return nil
-}
-
-func isStdBase64(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !isStdBase64Char(c) && c != '=' {
-			return false
-		}
-	}
-	return true
-}
-
-func isStdBase64Char(c byte) bool {
-	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/'
-}
+// checkPoint is the point check of every key a signature is verified with.
+func checkPoint(raw []byte) error { return publickey.CheckPoint(raw) }

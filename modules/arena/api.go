@@ -1,0 +1,106 @@
+package arena
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/bind"
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/render"
+	"github.com/svcforum/svc/contracts/schema"
+)
+
+// API is the arena's signed routes.
+type API struct {
+	db      *gorm.DB
+	grants  *Grants
+	runners *Runners
+	schemas *schema.Set
+}
+
+// NewAPI returns the signed routes.
+func NewAPI(db *gorm.DB, grants *Grants, runners *Runners, schemas *schema.Set) *API {
+	return &API{db: db, grants: grants, runners: runners, schemas: schemas}
+}
+
+// AgentRoutes are the signed routes. A grant, a claim and a status are writes (idempotent, refused
+// while writes are frozen, never billed); a poll is a read that renews a heartbeat.
+func AgentRoutes(a *API) plugin.Routes {
+	return plugin.Routes{Module: ID, Plane: plugin.Agent, Agent: []plugin.AgentRoute{
+		{Method: http.MethodPost, Path: GrantPath, Write: true, Handlers: []gin.HandlerFunc{a.grant}},
+		{Method: http.MethodPost, Path: PollPath, Handlers: []gin.HandlerFunc{a.poll}},
+		{Method: http.MethodPost, Path: ClaimPath, Write: true, Handlers: []gin.HandlerFunc{a.claim}},
+		{Method: http.MethodPost, Path: StatusPath, Write: true, Handlers: []gin.HandlerFunc{a.status}},
+	}}
+}
+
+// write runs fn as the request's write (port.Write) and answers what it stored.
+func (a *API) write(c *gin.Context, fn func(tx *gorm.DB, p port.Principal) (int, any, error)) {
+	ctx := c.Request.Context()
+	p, _ := port.PrincipalFrom(ctx)
+	status, body, err := port.Write(ctx, a.db, func(tx *gorm.DB) (int, any, error) { return fn(tx, p) })
+	if err != nil {
+		render.Error(c, err)
+		return
+	}
+	render.Raw(c, status, body)
+}
+
+func (a *API) grant(c *gin.Context) {
+	var in GrantRequest
+	if !bind.JSON(c, a.schemas, "grant-request", &in) {
+		return
+	}
+	a.write(c, func(tx *gorm.DB, p port.Principal) (int, any, error) {
+		return a.grants.Grant(c.Request.Context(), tx, p, c.Param("match_id"), in)
+	})
+}
+
+func (a *API) poll(c *gin.Context) {
+	var in RunnerPoll
+	if !bind.JSON(c, a.schemas, "runner-poll", &in) {
+		return
+	}
+	ctx := c.Request.Context()
+	p, _ := port.PrincipalFrom(ctx)
+	out, err := a.runners.Poll(ctx, p.AgentID, in)
+	if err != nil {
+		render.Error(c, err)
+		return
+	}
+	c.Header("Cache-Control", "no-store")
+	render.JSON(c, http.StatusOK, out)
+}
+
+func (a *API) claim(c *gin.Context) {
+	var in ClaimRequest
+	if !bind.JSON(c, a.schemas, "claim-request", &in) {
+		return
+	}
+	a.write(c, func(tx *gorm.DB, p port.Principal) (int, any, error) {
+		return a.runners.Claim(c.Request.Context(), tx, p.AgentID, c.Param("intent_id"), in)
+	})
+}
+
+func (a *API) status(c *gin.Context) {
+	var in StatusRequest
+	if !bind.JSON(c, a.schemas, "status-request", &in) {
+		return
+	}
+	a.write(c, func(tx *gorm.DB, p port.Principal) (int, any, error) {
+		return a.runners.Status(c.Request.Context(), tx, p.AgentID, c.Param("intent_id"), in)
+	})
+}
+
+// PublicRoutes serve the grant keys' JWKS on the public listener.
+func PublicRoutes(keys *GrantKeys) plugin.Routes {
+	return plugin.Routes{Module: ID, Plane: plugin.Public, Mount: func(r gin.IRouter) {
+		// With an ETag, like every published location; a verifier refetches it on an unknown kid.
+		jwks := func(c *gin.Context) { render.Cached(c, keys.JWKS(), "public, max-age=300") }
+		r.GET(JWKSPath, jwks)
+		r.HEAD(JWKSPath, jwks)
+	}}
+}

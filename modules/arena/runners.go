@@ -1,0 +1,219 @@
+package arena
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/problem"
+)
+
+// RunnerPoll is POST /agent-api/v1/arena/start-intents/poll.
+type RunnerPoll struct {
+	RunnerID     string `json:"runner_id"`
+	Availability string `json:"availability"`
+}
+
+// StartIntent is one intent a poll offers: identifiers and times, never an instruction.
+type StartIntent struct {
+	IntentID  string    `json:"intent_id"`
+	MatchID   string    `json:"match_id"`
+	Seat      string    `json:"seat"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// StartIntentList answers a poll.
+type StartIntentList struct {
+	Intents          []StartIntent `json:"intents"`
+	PollAfterSeconds int           `json:"poll_after_seconds"`
+}
+
+// ClaimRequest is POST .../start-intents/{intent_id}/claim.
+type ClaimRequest struct {
+	RunnerID      string  `json:"runner_id"`
+	DeclaredModel *string `json:"declared_model,omitempty"`
+}
+
+// ClaimResponse answers a claim.
+type ClaimResponse struct {
+	IntentID      string    `json:"intent_id"`
+	MatchID       string    `json:"match_id"`
+	Seat          string    `json:"seat"`
+	RunnerID      string    `json:"runner_id"`
+	DeclaredModel *string   `json:"declared_model"`
+	ClaimedAt     time.Time `json:"claimed_at"`
+	State         string    `json:"state"`
+}
+
+// StatusRequest is POST .../start-intents/{intent_id}/status.
+type StatusRequest struct {
+	RunnerID   string  `json:"runner_id"`
+	State      string  `json:"state"`
+	ReasonCode *string `json:"reason_code,omitempty"`
+}
+
+// StatusResponse answers a status.
+type StatusResponse struct {
+	IntentID   string    `json:"intent_id"`
+	State      string    `json:"state"`
+	ReasonCode *string   `json:"reason_code"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// Runners serve the local runners' routes.
+type Runners struct {
+	db    *gorm.DB
+	cfg   Config
+	clock port.Clock
+}
+
+// NewRunners returns the runners' logic.
+func NewRunners(db *gorm.DB, cfg Config, clock port.Clock) *Runners {
+	return &Runners{db: db, cfg: cfg, clock: clock}
+}
+
+func (r *Runners) now() time.Time { return r.clock.Now().UTC().Truncate(time.Microsecond) }
+
+// Poll renews the runner's heartbeat and offers at most MaxPoll of the agent's open, unexpired intents,
+// oldest first; nothing to a runner that declared itself refused.
+func (r *Runners) Poll(ctx context.Context, agentID string, in RunnerPoll) (StartIntentList, error) {
+	now := r.now()
+	out := StartIntentList{Intents: []StartIntent{}, PollAfterSeconds: int(r.cfg.PollAfter.Seconds())}
+	db := r.db.WithContext(ctx)
+	beat := runnerRow{AgentID: agentID, ID: in.RunnerID, Availability: in.Availability, HeartbeatAt: now}
+	if err := db.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "agent_id"}, {Name: "id"}},
+		DoUpdates: clause.AssignmentColumns([]string{"availability", "heartbeat_at"})}).Create(&beat).Error; err != nil {
+		return out, fmt.Errorf("renew heartbeat: %w", err)
+	}
+	if in.Availability == Refused {
+		return out, nil
+	}
+	var rows []intentRow
+	if err := db.Where("agent_id = ? AND state = ? AND expires_at > ?", agentID, IntentOpen, now).
+		Order("created_at, id").Limit(MaxPoll).Find(&rows).Error; err != nil {
+		return out, fmt.Errorf("read intents: %w", err)
+	}
+	for _, i := range rows {
+		out.Intents = append(out.Intents, StartIntent{IntentID: i.ID, MatchID: i.MatchID, Seat: i.Seat, CreatedAt: i.CreatedAt.UTC(), ExpiresAt: i.ExpiresAt.UTC()})
+	}
+	return out, nil
+}
+
+func intentNotFound() *problem.Problem {
+	return problem.New(problem.IntentNotFound, "You have no start intent with this id.")
+}
+
+// readIntent reads the agent's intent id on db; another agent's is not found.
+func readIntent(db *gorm.DB, agentID, id string) (intentRow, error) {
+	var rows []intentRow
+	if _, err := uuid.Parse(id); err != nil {
+		return intentRow{}, intentNotFound()
+	}
+	if err := db.Where("id = ? AND agent_id = ?", id, agentID).Limit(1).Find(&rows).Error; err != nil {
+		return intentRow{}, fmt.Errorf("read intent: %w", err)
+	}
+	if len(rows) == 0 {
+		return intentRow{}, intentNotFound()
+	}
+	return rows[0], nil
+}
+
+// polling is 409 runner_not_polling unless the runner polled, online, within the runner timeout.
+func (r *Runners) polling(tx *gorm.DB, agentID, runnerID string, now time.Time) error {
+	var n int64
+	if err := tx.Model(&runnerRow{}).Where("agent_id = ? AND id = ? AND availability = ? AND heartbeat_at > ?", agentID, runnerID, Online, now.Add(-r.cfg.RunnerTimeout)).
+		Count(&n).Error; err != nil {
+		return fmt.Errorf("read runner: %w", err)
+	}
+	if n == 0 {
+		return problem.Newf(problem.RunnerNotPolling, "This runner has not polled as online in the last %s: poll (availability online), then claim.", r.cfg.RunnerTimeout)
+	}
+	return nil
+}
+
+func (i intentRow) claim() ClaimResponse {
+	c := ClaimResponse{IntentID: i.ID, MatchID: i.MatchID, Seat: i.Seat, DeclaredModel: i.DeclaredModel, State: i.State}
+	if i.RunnerID != nil {
+		c.RunnerID = *i.RunnerID
+	}
+	if i.ClaimedAt != nil {
+		c.ClaimedAt = i.ClaimedAt.UTC()
+	}
+	return c
+}
+
+// Claim claims the agent's intent for a runner, on tx: once, race-free, since the claim is one
+// conditional update that only an open intent passes, whichever replica runs it. The same runner
+// claiming again gets its claim again.
+func (r *Runners) Claim(ctx context.Context, tx *gorm.DB, agentID, intentID string, in ClaimRequest) (int, any, error) {
+	now := r.now()
+	row, err := readIntent(tx, agentID, intentID)
+	if err != nil {
+		return 0, nil, err
+	}
+	if row.RunnerID != nil && *row.RunnerID == in.RunnerID {
+		return http.StatusOK, row.claim(), nil
+	}
+	if err := r.polling(tx, agentID, in.RunnerID, now); err != nil {
+		return 0, nil, err
+	}
+	won := tx.Model(&intentRow{}).Where("id = ? AND state = ? AND expires_at > ?", row.ID, IntentOpen, now).
+		Updates(map[string]any{"state": IntentClaimed, "runner_id": in.RunnerID, "declared_model": in.DeclaredModel, "claimed_at": now, "updated_at": now})
+	if won.Error != nil {
+		return 0, nil, fmt.Errorf("claim intent: %w", won.Error)
+	}
+	if won.RowsAffected == 1 {
+		row.State, row.RunnerID, row.DeclaredModel, row.ClaimedAt, row.UpdatedAt = IntentClaimed, &in.RunnerID, in.DeclaredModel, &now, now
+		return http.StatusOK, row.claim(), nil
+	}
+	if row, err = readIntent(tx, agentID, intentID); err != nil {
+		return 0, nil, err
+	}
+	switch {
+	case row.RunnerID != nil && *row.RunnerID == in.RunnerID:
+		return http.StatusOK, row.claim(), nil
+	case row.RunnerID != nil:
+		return 0, nil, problem.New(problem.IntentAlreadyClaimed, "Another runner claimed this start intent first; a claim is never replaced.")
+	case row.State != IntentOpen:
+		return 0, nil, problem.Newf(problem.IntentExpired, "This start intent is %s: it can no longer be claimed.", row.State)
+	}
+	return 0, nil, problem.New(problem.IntentExpired, "This start intent expired before it was claimed.")
+}
+
+// Status records the claiming runner's state of the intent, on tx: forward only, from a fixed list.
+func (r *Runners) Status(ctx context.Context, tx *gorm.DB, agentID, intentID string, in StatusRequest) (int, any, error) {
+	row, err := readIntent(lockFor(tx), agentID, intentID)
+	if err != nil {
+		return 0, nil, err
+	}
+	switch {
+	case row.RunnerID == nil:
+		return 0, nil, problem.New(problem.IntentNotClaimed, "No runner claimed this start intent: claim it first.")
+	case *row.RunnerID != in.RunnerID:
+		return 0, nil, problem.New(problem.IntentAlreadyClaimed, "Another runner claimed this start intent: only the claiming runner reports its status.")
+	}
+	same := func(a, b *string) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
+	if row.State == in.State && same(row.ReasonCode, in.ReasonCode) {
+		return http.StatusOK, StatusResponse{IntentID: row.ID, State: row.State, ReasonCode: row.ReasonCode, UpdatedAt: row.UpdatedAt.UTC()}, nil
+	}
+	from, to := stateRank[row.State], stateRank[in.State]
+	if to <= from || from == stateRank[IntentStopped] {
+		return 0, nil, problem.Newf(problem.StatusNotForward, "The start intent is %s; a status moves forward only (claimed, starting, running, then stopped or failed).", row.State).With("state", row.State)
+	}
+	if in.ReasonCode != nil && !slices.Contains(ReasonCodes, *in.ReasonCode) {
+		return 0, nil, problem.New(problem.ValidationFailed, "reason_code is not one of the fixed list.").With("pointer", "/reason_code")
+	}
+	now := r.now()
+	if err := tx.Model(&intentRow{}).Where("id = ?", row.ID).Updates(map[string]any{"state": in.State, "reason_code": in.ReasonCode, "updated_at": now}).Error; err != nil {
+		return 0, nil, fmt.Errorf("record status: %w", err)
+	}
+	return http.StatusOK, StatusResponse{IntentID: row.ID, State: in.State, ReasonCode: in.ReasonCode, UpdatedAt: now}, nil
+}
