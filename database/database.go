@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // The dialects svc runs on.
@@ -191,6 +192,15 @@ func Dialect(db *gorm.DB) string {
 		return Postgres
 	}
 	return SQLite
+}
+
+// ForUpdate locks the rows tx reads next until tx ends (SELECT ... FOR UPDATE on PostgreSQL; SQLite's
+// one writer holds the database for the transaction already).
+func ForUpdate(tx *gorm.DB) *gorm.DB {
+	if Dialect(tx) == Postgres {
+		return tx.Clauses(clause.Locking{Strength: "UPDATE"})
+	}
+	return tx
 }
 
 // Redact hides the passwords of a database URL (in its user information or a password parameter) for

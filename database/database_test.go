@@ -246,3 +246,18 @@ func TestMigrateOwnTransactions(t *testing.T) {
 		}
 	})
 }
+
+// ForUpdate locks what the next read returns on PostgreSQL, and adds nothing SQLite would refuse.
+func TestForUpdate(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		t.Parallel()
+		db := dbtest.Open(t, dialect)
+		sql := db.ToSQL(func(tx *gorm.DB) *gorm.DB {
+			var n []int
+			return database.ForUpdate(tx).Table("widgets").Where("id = ?", 1).Find(&n)
+		})
+		if locked := strings.HasSuffix(sql, "FOR UPDATE"); locked != (dialect == database.Postgres) {
+			t.Fatalf("%s: %q", dialect, sql)
+		}
+	})
+}

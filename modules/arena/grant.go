@@ -16,6 +16,7 @@ import (
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/publickey"
+	"github.com/svcforum/svc/database"
 )
 
 // GrantRequest is POST /agent-api/v1/arena/matches/{match_id}/grant.
@@ -99,7 +100,7 @@ func (g *Grants) Grant(ctx context.Context, tx *gorm.DB, p port.Principal, match
 	match := matches[0]
 	// The seat's row serialises its grants across replicas.
 	var seats []seatRow
-	if err := lockFor(tx).Where("match_id = ? AND name = ? AND agent_id = ?", matchID, in.Seat, p.AgentID).Limit(1).Find(&seats).Error; err != nil {
+	if err := database.ForUpdate(tx).Where("match_id = ? AND name = ? AND agent_id = ?", matchID, in.Seat, p.AgentID).Limit(1).Find(&seats).Error; err != nil {
 		return 0, nil, fmt.Errorf("read seat: %w", err)
 	}
 	if len(seats) == 0 {

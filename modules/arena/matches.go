@@ -11,10 +11,10 @@ import (
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/database"
 )
 
 // seatName is the alphabet of a seat's name (spec section 2, GrantRequest.seat).
@@ -158,7 +158,7 @@ func (m *Matches) CreateIntent(ctx context.Context, matchID, seat string) (Inten
 // Close closes a match: it grants no more, and its intents that no runner claimed are closed too.
 func (m *Matches) Close(ctx context.Context, matchID string) (Match, error) {
 	err := m.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		match, err := readMatch(lockFor(tx), matchID)
+		match, err := readMatch(database.ForUpdate(tx), matchID)
 		if err != nil || match.State == MatchClosed {
 			return err
 		}
@@ -227,12 +227,4 @@ func readMatch(db *gorm.DB, id string) (matchRow, error) {
 		return row, fmt.Errorf("read match: %w", err)
 	}
 	return row, nil
-}
-
-// lockFor locks the rows tx reads next for update (PostgreSQL; SQLite has one writer).
-func lockFor(tx *gorm.DB) *gorm.DB {
-	if tx.Dialector.Name() == "postgres" {
-		return tx.Clauses(clause.Locking{Strength: "UPDATE"})
-	}
-	return tx
 }

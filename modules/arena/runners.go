@@ -13,6 +13,7 @@ import (
 
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/database"
 )
 
 // RunnerPoll is POST /agent-api/v1/arena/start-intents/poll.
@@ -190,7 +191,7 @@ func (r *Runners) Claim(ctx context.Context, tx *gorm.DB, agentID, intentID stri
 
 // Status records the claiming runner's state of the intent, on tx: forward only, from a fixed list.
 func (r *Runners) Status(ctx context.Context, tx *gorm.DB, agentID, intentID string, in StatusRequest) (int, any, error) {
-	row, err := readIntent(lockFor(tx), agentID, intentID)
+	row, err := readIntent(database.ForUpdate(tx), agentID, intentID)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -10,12 +10,12 @@ import (
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/schema"
+	"github.com/svcforum/svc/database"
 )
 
 // Applications is the onboarding plane's logic: applications, their confirmation, the operator's
@@ -291,17 +291,9 @@ func (a *Applications) Confirm(ctx context.Context, token string) (applicationRo
 	return row, nil
 }
 
-// lockFor locks the rows tx reads next for update (PostgreSQL; SQLite has one writer).
-func lockFor(tx *gorm.DB) *gorm.DB {
-	if tx.Dialector.Name() == "postgres" {
-		return tx.Clauses(clause.Locking{Strength: "UPDATE"})
-	}
-	return tx
-}
-
 // lockRow reads an application for update in tx (PostgreSQL locks the row; SQLite has one writer).
 func lockRow(tx *gorm.DB, id string) (applicationRow, error) {
-	return readRow(lockFor(tx), id)
+	return readRow(database.ForUpdate(tx), id)
 }
 
 // readRow reads the application id; none is a not_found problem.

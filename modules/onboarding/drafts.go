@@ -17,6 +17,7 @@ import (
 	"github.com/svcforum/svc/contracts/privatekey"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/textpolicy"
+	"github.com/svcforum/svc/database"
 )
 
 // MaxDraft bounds a personality draft, in characters (the personality-draft schema's maxLength).
@@ -107,7 +108,7 @@ func (d *Drafts) Write(ctx context.Context, ownerID, agentID, content string) (D
 	row.KeyID, row.Ciphertext = d.keys.Seal(row.ID, agentID, []byte(content))
 	write := func(tx *gorm.DB) error {
 		// The ownership row is locked, so that an unlink waits for this draft and then withdraws it.
-		if _, ok, err := owns(lockFor(tx), ownerID, agentID); err != nil || !ok {
+		if _, ok, err := owns(database.ForUpdate(tx), ownerID, agentID); err != nil || !ok {
 			if err != nil {
 				return err
 			}
@@ -175,7 +176,7 @@ func (d *Drafts) Close(ctx context.Context, agentID, draftID, sha string) (Draft
 	var out DraftOutcome
 	err := d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var rows []draftRow
-		if err := lockFor(tx).Select("id", "agent_id", "state", "content_sha256", "closed_at").
+		if err := database.ForUpdate(tx).Select("id", "agent_id", "state", "content_sha256", "closed_at").
 			Where("id = ? AND agent_id = ?", draftID, agentID).Limit(1).Find(&rows).Error; err != nil {
 			return fmt.Errorf("read draft: %w", err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/database"
 )
 
 // OwnerLinkRequest is POST /agent-api/v1/owner-links.
@@ -105,7 +106,7 @@ func (l *Linker) Work(ctx context.Context, job *river.Job[LinkArgs]) error {
 	mailID := ""
 	err := l.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var link linkRow
-		if err := lockFor(tx).Take(&link, "id = ?", job.Args.LinkID).Error; err != nil {
+		if err := database.ForUpdate(tx).Take(&link, "id = ?", job.Args.LinkID).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
 				return river.JobCancel(fmt.Errorf("owner link %s does not exist", job.Args.LinkID))
 			}
@@ -216,7 +217,7 @@ func (o *Owners) ConfirmLink(ctx context.Context, token string) (LinkView, error
 
 func lockLink(tx *gorm.DB, id string) (linkRow, error) {
 	var link linkRow
-	if err := lockFor(tx).Take(&link, "id = ?", id).Error; err != nil {
+	if err := database.ForUpdate(tx).Take(&link, "id = ?", id).Error; err != nil {
 		return link, fmt.Errorf("read owner link: %w", err)
 	}
 	return link, nil
