@@ -31,8 +31,10 @@ run: ## serve svc on the embedded SQLite default (./var/svc.db), with keys kept 
 	@mkdir -p var
 	@test -s var/cursor.key || (umask 077 && head -c 32 /dev/urandom | base64 > var/cursor.key)
 	@test -s var/draft.key || (umask 077 && head -c 32 /dev/urandom | base64 > var/draft.key)
+	@test -s var/grant.key || (umask 077 && head -c 32 /dev/urandom | base64 > var/grant.key)
 	SVC_CURSOR_KEY="$${SVC_CURSOR_KEY:-$$(cat var/cursor.key)}" \
-	SVC_ONBOARDING_DRAFT_KEY="$${SVC_ONBOARDING_DRAFT_KEY:-$$(cat var/draft.key)}" go run ./host/cmd/svc serve
+	SVC_ONBOARDING_DRAFT_KEY="$${SVC_ONBOARDING_DRAFT_KEY:-$$(cat var/draft.key)}" \
+	SVC_ARENA_GRANT_KEY="$${SVC_ARENA_GRANT_KEY:-$$(cat var/grant.key)}" go run ./host/cmd/svc serve
 
 build: ## build the svc binary into ./bin/svc
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/svc ./host/cmd/svc

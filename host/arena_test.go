@@ -126,6 +126,18 @@ func TestArenaMatchGrantsAndRunners(t *testing.T) {
 		checkProblem(t, signedWrite(t, third, http.MethodPost, edge, "/arena/start-intents/"+northIntent+"/claim", "claim-third", `{"runner_id":"01a21000-0000-7000-8000-000000000003"}`),
 			http.StatusNotFound, "intent_not_found")
 
+		// A claim retried with its Idempotency-Key is the stored answer; frozen writes stop grants,
+		// claims and statuses, never polls.
+		again := signedWrite(t, north, http.MethodPost, edge, "/arena/start-intents/"+northIntent+"/claim", "claim-"+northIntent, `{"runner_id":"01a21000-0000-7000-8000-000000000001","declared_model":"local-model"}`)
+		if again.status != http.StatusOK || again.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("the claim retried: %d %v", again.status, again.header)
+		}
+		admin(t, env, "writes", "freeze", "--agent", third.agentID)
+		checkProblem(t, grant(third, "grant-frozen", "north", session), http.StatusForbidden, "writes_frozen")
+		if intents := runner(third, "poll-frozen", "01a21000-0000-7000-8000-000000000003"); len(intents) != 0 {
+			t.Fatalf("a frozen agent's poll: %v", intents)
+		}
+
 		shown := admin(t, env, "arena", "match", "show", "--match", matchID)
 		for _, it := range shown["intents"].([]any) {
 			if it.(map[string]any)["state"] != "running" {

@@ -26,7 +26,7 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 					{
 						Name: "create",
 						Usage: "open a match whose seats are held by agents, granting tickets inside its window; each seat gets a start intent: " +
-							"prints the match ({\"match_id\": ...})",
+							"prints the match: match_id, its window, seats and intents",
 						Flags: []cli.Flag{
 							&cli.StringSliceFlag{Name: "seat", Usage: "a seat, NAME=AGENT_ID (NAME: 1..64 of A-Z a-z 0-9 _ -); repeat for each seat", Required: true},
 							&cli.StringFlag{Name: "grants-from", Usage: "when grants start, RFC 3339 (default now)"},
@@ -73,7 +73,7 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 					},
 					{
 						Name:  "close",
-						Usage: "close a match: it grants no more, and its unclaimed start intents are stopped",
+						Usage: "close a match: it grants no more (tickets already issued live until their exp), and its unclaimed start intents are stopped",
 						Flags: []cli.Flag{matchFlag},
 						Action: func(ctx context.Context, cmd *cli.Command) error {
 							return invoke(ctx, cmd, func(ctx context.Context, m *Matches) error {
@@ -92,7 +92,7 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 				Usage: "start intents: a seat's runner claims one and reports its state",
 				Commands: []*cli.Command{{
 					Name:  "create",
-					Usage: "create a start intent for a seat of an open match: prints {\"intent_id\": ...}",
+					Usage: "create a start intent for a seat of a match that grants now: prints the intent, with its intent_id",
 					Flags: []cli.Flag{matchFlag, &cli.StringFlag{Name: "seat", Usage: "the seat's name", Required: true}},
 					Action: func(ctx context.Context, cmd *cli.Command) error {
 						return invoke(ctx, cmd, func(ctx context.Context, m *Matches) error {

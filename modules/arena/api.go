@@ -1,6 +1,7 @@
 package arena
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -9,6 +10,8 @@ import (
 	"github.com/svcforum/svc/contracts/bind"
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/privatekey"
+	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/render"
 	"github.com/svcforum/svc/contracts/schema"
 )
@@ -50,8 +53,19 @@ func (a *API) write(c *gin.Context, fn func(tx *gorm.DB, p port.Principal) (int,
 }
 
 func (a *API) grant(c *gin.Context) {
+	raw, p := bind.Body(c)
+	if p != nil {
+		render.Abort(c, p)
+		return
+	}
+	// A session's private key sent by mistake is refused as such, before anything reads the body.
+	if privateKeyIn(raw) {
+		render.Abort(c, problem.New(problem.PrivateKeyRefused, "The body holds a private key. Send the session key's public half only; the private key never leaves your machine, and this one is no longer secret: make a new session key."))
+		return
+	}
 	var in GrantRequest
-	if !bind.JSON(c, a.schemas, "grant-request", &in) {
+	if err := a.schemas.Decode("grant-request", raw, &in); err != nil {
+		render.Error(c, err)
 		return
 	}
 	a.write(c, func(tx *gorm.DB, p port.Principal) (int, any, error) {
@@ -103,4 +117,18 @@ func PublicRoutes(keys *GrantKeys) plugin.Routes {
 		r.GET(JWKSPath, jwks)
 		r.HEAD(JWKSPath, jwks)
 	}}
+}
+
+// privateKeyIn reports whether a grant body holds a private key: as a member's whole value (a seed, a
+// seed and public key, a JWK or PEM) or anywhere in its text.
+func privateKeyIn(raw []byte) bool {
+	var members map[string]any
+	if json.Unmarshal(raw, &members) == nil {
+		for _, v := range members {
+			if s, ok := v.(string); ok && privatekey.Is(s) {
+				return true
+			}
+		}
+	}
+	return privatekey.In(string(raw))
 }

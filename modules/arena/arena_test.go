@@ -175,14 +175,14 @@ func (w *world) jwks(t testing.TB) (jose.JSONWebKeySet, []byte) {
 	return set, r.Body
 }
 
-// open opens a match now, granting for an hour, with seats held by agents.
+// open opens a match now, granting for a day (longer than an intent lives), with seats held by agents.
 func (w *world) open(t testing.TB, seats map[string]port.Principal) arena.Match {
 	t.Helper()
 	ids := map[string]string{}
 	for name, p := range seats {
 		ids[name] = p.AgentID
 	}
-	m, err := w.matches.Create(context.Background(), ids, w.clock.Now(), w.clock.Now().Add(time.Hour))
+	m, err := w.matches.Create(context.Background(), ids, w.clock.Now(), w.clock.Now().Add(24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,4 +240,12 @@ func mustJSON(t testing.TB, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// earlier is the earlier of two times: an intent expires at its TTL or at its match's window end.
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }

@@ -36,7 +36,7 @@ func Flags() []cli.Flag {
 	d := DefaultConfig()
 	env := cli.EnvVars
 	return []cli.Flag{
-		&cli.StringFlag{Name: "arena-grant-key", Sources: env("SVC_ARENA_GRANT_KEY"), Category: ID, Usage: "grant keys: base64 Ed25519 seeds (svc admin arena grant-key generate), comma-separated; the first signs tickets, all are published in the JWKS, so to rotate put the new key first and keep the old one until its tickets expired (--arena-ticket-ttl). Without one, grants answer 503"},
+		&cli.StringFlag{Name: "arena-grant-key", Sources: env("SVC_ARENA_GRANT_KEY"), Category: ID, Usage: "grant keys: base64 Ed25519 seeds (svc admin arena grant-key generate), comma-separated; the first signs tickets, all are published in the JWKS. To rotate: add the new key last (published, not signing) on every replica, wait 5 minutes (the JWKS's cache), move it first, and drop the old key after --arena-ticket-ttl. Without one, grants answer 503"},
 		&cli.DurationFlag{Name: "arena-ticket-ttl", Value: d.TicketTTL, Sources: env("SVC_ARENA_TICKET_TTL"), Category: ID, Usage: "how long a grant ticket lives (1m to 15m)"},
 		&cli.IntFlag{Name: "arena-grant-requests", Value: d.GrantRequests, Sources: env("SVC_ARENA_GRANT_REQUESTS"), Category: ID, Usage: "grant requests one seat may make in one match (429 grant_requests_exhausted past it)"},
 		&cli.DurationFlag{Name: "arena-runner-timeout", Value: d.RunnerTimeout, Sources: env("SVC_ARENA_RUNNER_TIMEOUT"), Category: ID, Usage: "how long after its last poll a runner is still there; a runner that has not polled for longer is gone and may claim nothing"},
@@ -50,8 +50,8 @@ func NewConfig(s plugin.Settings) (Config, error) {
 	c := Config{GrantKeys: s.String("arena-grant-key"), TicketTTL: s.Duration("arena-ticket-ttl"), GrantRequests: s.Int("arena-grant-requests"),
 		RunnerTimeout: s.Duration("arena-runner-timeout"), PollAfter: s.Duration("arena-poll-after"), IntentTTL: s.Duration("arena-intent-ttl")}
 	switch {
-	case c.TicketTTL < time.Minute || c.TicketTTL > MaxTicketTTL:
-		return c, fmt.Errorf("--arena-ticket-ttl must be between 1m and %s, got %s", MaxTicketTTL, c.TicketTTL)
+	case c.TicketTTL < time.Minute || c.TicketTTL > MaxTicketTTL || c.TicketTTL%time.Second != 0:
+		return c, fmt.Errorf("--arena-ticket-ttl must be whole seconds between 1m and %s, got %s", MaxTicketTTL, c.TicketTTL)
 	case c.GrantRequests < 1:
 		return c, fmt.Errorf("--arena-grant-requests must be at least 1, got %d", c.GrantRequests)
 	case c.PollAfter < time.Second || c.RunnerTimeout < 2*c.PollAfter:

@@ -114,6 +114,9 @@ func (g *Grants) Grant(ctx context.Context, tx *gorm.DB, p port.Principal, match
 	if err := tx.Where("match_id = ? AND seat = ? AND expires_at > ?", matchID, in.Seat, now).Order("expires_at DESC").Limit(1).Find(&live).Error; err != nil {
 		return 0, nil, fmt.Errorf("read tickets: %w", err)
 	}
+	if len(live) == 1 && !g.keys.has(live[0].KeyID) {
+		live = nil // signed by a key no longer configured: nobody could verify it
+	}
 	if len(live) == 1 && live[0].JKT != jkt {
 		wait := max(1, int(math.Ceil(live[0].ExpiresAt.Sub(now).Seconds())))
 		return 0, nil, problem.Newf(problem.TicketLiveForOtherKey, "A ticket for this seat is live for another session key until %s; use that key, or ask again after it expired.",

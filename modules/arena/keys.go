@@ -82,6 +82,16 @@ func (g *GrantKeys) signer() (jose.Signer, string, error) {
 	return s, k.KeyID, nil
 }
 
+// has reports whether the key kid is configured.
+func (g *GrantKeys) has(kid string) bool {
+	for _, k := range g.keys {
+		if k.KeyID == kid {
+			return true
+		}
+	}
+	return false
+}
+
 // JWKS is the published key set: the public half of every configured key.
 func (g *GrantKeys) JWKS() jose.JSONWebKeySet {
 	set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{}}

@@ -109,7 +109,7 @@ func (m *Matches) Create(ctx context.Context, seats map[string]string, from, unt
 				return fmt.Errorf("create seat: %w", err)
 			}
 			// A match that opens asks each seat's runner to start.
-			if _, err := m.intent(tx, row.ID, name, agents[name], now); err != nil {
+			if _, err := m.intent(tx, row, name, agents[name], now); err != nil {
 				return err
 			}
 		}
@@ -122,9 +122,14 @@ func (m *Matches) Create(ctx context.Context, seats map[string]string, from, unt
 	return m.Show(ctx, row.ID)
 }
 
-func (m *Matches) intent(tx *gorm.DB, matchID, seat, agentID string, now time.Time) (intentRow, error) {
-	row := intentRow{ID: uuid.Must(uuid.NewV7()).String(), MatchID: matchID, Seat: seat, AgentID: agentID, State: IntentOpen,
-		CreatedAt: now, ExpiresAt: now.Add(m.cfg.IntentTTL), UpdatedAt: now}
+func (m *Matches) intent(tx *gorm.DB, match matchRow, seat, agentID string, now time.Time) (intentRow, error) {
+	// An intent never outlives the window its seat's tickets are granted in.
+	expires := now.Add(m.cfg.IntentTTL)
+	if match.GrantsUntil.Before(expires) {
+		expires = match.GrantsUntil
+	}
+	row := intentRow{ID: uuid.Must(uuid.NewV7()).String(), MatchID: match.ID, Seat: seat, AgentID: agentID, State: IntentOpen,
+		CreatedAt: now, ExpiresAt: expires, UpdatedAt: now}
 	if err := tx.Create(&row).Error; err != nil {
 		return row, fmt.Errorf("create start intent: %w", err)
 	}
@@ -139,8 +144,9 @@ func (m *Matches) CreateIntent(ctx context.Context, matchID, seat string) (Inten
 		if err != nil {
 			return err
 		}
-		if match.State != MatchOpen {
-			return conflict("match %s is closed", matchID)
+		if !grantsNow(match, m.now()) {
+			return conflict("match %s does not grant now (closed, or outside %s .. %s): its seats could not start", matchID,
+				match.GrantsFrom.UTC().Format(time.RFC3339), match.GrantsUntil.UTC().Format(time.RFC3339))
 		}
 		var s seatRow
 		if err := tx.Take(&s, "match_id = ? AND name = ?", matchID, seat).Error; err != nil {
@@ -149,7 +155,7 @@ func (m *Matches) CreateIntent(ctx context.Context, matchID, seat string) (Inten
 			}
 			return fmt.Errorf("read seat: %w", err)
 		}
-		out, err = m.intent(tx, matchID, seat, s.AgentID, m.now())
+		out, err = m.intent(tx, match, seat, s.AgentID, m.now())
 		return err
 	})
 	return intentOf(out), err
@@ -167,7 +173,7 @@ func (m *Matches) Close(ctx context.Context, matchID string) (Match, error) {
 			return fmt.Errorf("close match: %w", err)
 		}
 		if err := tx.Model(&intentRow{}).Where("match_id = ? AND state = ?", matchID, IntentOpen).
-			Updates(map[string]any{"state": IntentStopped, "reason_code": "cancelled_by_owner", "updated_at": now}).Error; err != nil {
+			Updates(map[string]any{"state": IntentStopped, "reason_code": nil, "updated_at": now}).Error; err != nil {
 			return fmt.Errorf("close intents: %w", err)
 		}
 		return nil
@@ -186,7 +192,7 @@ func (m *Matches) Show(ctx context.Context, matchID string) (Match, error) {
 		return Match{}, err
 	}
 	out := Match{MatchID: row.ID, State: row.State, GrantsNow: grantsNow(row, m.clock.Now()), GrantsFrom: row.GrantsFrom.UTC(), GrantsUntil: row.GrantsUntil.UTC(),
-		CreatedAt: row.CreatedAt.UTC(), ClosedAt: row.ClosedAt, Seats: []Seat{}, Intents: []Intent{}}
+		CreatedAt: row.CreatedAt.UTC(), ClosedAt: utc(row.ClosedAt), Seats: []Seat{}, Intents: []Intent{}}
 	var seats []seatRow
 	if err := db.Where("match_id = ?", matchID).Order("name").Find(&seats).Error; err != nil {
 		return Match{}, fmt.Errorf("read seats: %w", err)
@@ -206,7 +212,7 @@ func (m *Matches) Show(ctx context.Context, matchID string) (Match, error) {
 
 func intentOf(i intentRow) Intent {
 	return Intent{IntentID: i.ID, Seat: i.Seat, State: i.State, RunnerID: i.RunnerID, DeclaredModel: i.DeclaredModel, ReasonCode: i.ReasonCode,
-		CreatedAt: i.CreatedAt.UTC(), ExpiresAt: i.ExpiresAt.UTC(), ClaimedAt: i.ClaimedAt, UpdatedAt: i.UpdatedAt.UTC()}
+		CreatedAt: i.CreatedAt.UTC(), ExpiresAt: i.ExpiresAt.UTC(), ClaimedAt: utc(i.ClaimedAt), UpdatedAt: i.UpdatedAt.UTC()}
 }
 
 // grantsNow reports whether the match grants at now: open and inside its window.
@@ -227,4 +233,12 @@ func readMatch(db *gorm.DB, id string) (matchRow, error) {
 		return row, fmt.Errorf("read match: %w", err)
 	}
 	return row, nil
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }

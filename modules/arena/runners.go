@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -12,7 +11,9 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/privatekey"
 	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/textpolicy"
 	"github.com/svcforum/svc/database"
 )
 
@@ -155,6 +156,9 @@ func (i intentRow) claim() ClaimResponse {
 // conditional update that only an open intent passes, whichever replica runs it. The same runner
 // claiming again gets its claim again.
 func (r *Runners) Claim(ctx context.Context, tx *gorm.DB, agentID, intentID string, in ClaimRequest) (int, any, error) {
+	if err := checkDeclaredModel(in.DeclaredModel); err != nil {
+		return 0, nil, err
+	}
 	now := r.now()
 	row, err := readIntent(tx, agentID, intentID)
 	if err != nil {
@@ -209,12 +213,24 @@ func (r *Runners) Status(ctx context.Context, tx *gorm.DB, agentID, intentID str
 	if to <= from || from == stateRank[IntentStopped] {
 		return 0, nil, problem.Newf(problem.StatusNotForward, "The start intent is %s; a status moves forward only (claimed, starting, running, then stopped or failed).", row.State).With("state", row.State)
 	}
-	if in.ReasonCode != nil && !slices.Contains(ReasonCodes, *in.ReasonCode) {
-		return 0, nil, problem.New(problem.ValidationFailed, "reason_code is not one of the fixed list.").With("pointer", "/reason_code")
-	}
 	now := r.now()
 	if err := tx.Model(&intentRow{}).Where("id = ?", row.ID).Updates(map[string]any{"state": in.State, "reason_code": in.ReasonCode, "updated_at": now}).Error; err != nil {
 		return 0, nil, fmt.Errorf("record status: %w", err)
 	}
 	return http.StatusOK, StatusResponse{IntentID: row.ID, State: in.State, ReasonCode: in.ReasonCode, UpdatedAt: now}, nil
+}
+
+// checkDeclaredModel applies the content policy to the one text a runner sends: it reaches the
+// operator's console, so no control or bidirectional characters, and never a private key.
+func checkDeclaredModel(m *string) error {
+	if m == nil {
+		return nil
+	}
+	if privatekey.In(*m) {
+		return problem.New(problem.PrivateKeyRefused, "declared_model holds a private key. Private keys are never accepted, in any form or place: make a new one.").With("pointer", "/declared_model")
+	}
+	if reason, ok := textpolicy.Check(*m, false); !ok {
+		return problem.Newf(problem.ContentPolicyViolation, "/declared_model %s.", reason).With("pointer", "/declared_model")
+	}
+	return nil
 }

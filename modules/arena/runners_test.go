@@ -61,7 +61,7 @@ func TestPoll(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if i.State != arena.IntentOpen || i.Seat != "north" || !i.ExpiresAt.Equal(i.CreatedAt.Add(cfg.IntentTTL)) || i.RunnerID != nil || i.ClaimedAt != nil {
+			if i.State != arena.IntentOpen || i.Seat != "north" || !i.ExpiresAt.Equal(earlier(i.CreatedAt.Add(cfg.IntentTTL), m.GrantsUntil)) || i.RunnerID != nil || i.ClaimedAt != nil {
 				t.Fatalf("intent %+v", i)
 			}
 			want = append(want, i.IntentID)
@@ -83,7 +83,7 @@ func TestPoll(t *testing.T) {
 		for i, it := range list.Intents {
 			c := created[it.IntentID]
 			if it.MatchID != m.MatchID || it.Seat != "north" || !it.CreatedAt.Equal(c.CreatedAt) || !it.ExpiresAt.Equal(c.ExpiresAt) ||
-				!it.ExpiresAt.Equal(it.CreatedAt.Add(cfg.IntentTTL)) || (i > 0 && !it.CreatedAt.After(list.Intents[i-1].CreatedAt)) {
+				!it.ExpiresAt.Equal(earlier(it.CreatedAt.Add(cfg.IntentTTL), m.GrantsUntil)) || (i > 0 && !it.CreatedAt.After(list.Intents[i-1].CreatedAt)) {
 				t.Fatalf("intent %d offered %+v, created %+v", i, it, c)
 			}
 		}
@@ -354,11 +354,13 @@ func TestStatus(t *testing.T) {
 		running := moved(first, r1, "running", "")
 		same(first, r1, "running", "", running)
 		notForward(first, r1, "starting", "", "running")
-		notForward(first, r1, "running", "crashed", "running") // the same state with another reason
+		// A reason with a state that is not final is refused by the schema.
+		testkit.Expect(t, report(first, r1, "running", "crashed"), http.StatusUnprocessableEntity, string(problem.ValidationFailed))
 		stopped := moved(first, r1, "stopped", "completed")
 		same(first, r1, "stopped", "completed", stopped)
 		notForward(first, r1, "running", "", "stopped")
-		notForward(first, r1, "stopped", "", "stopped")
+		// A final state without its reason is refused by the schema.
+		testkit.Expect(t, report(first, r1, "stopped", ""), http.StatusUnprocessableEntity, string(problem.ValidationFailed))
 		notForward(first, r1, "stopped", "cancelled_by_owner", "stopped")
 		notForward(first, r1, "failed", "crashed", "stopped")
 		testkit.Expect(t, report(first, r2, "failed", "crashed"), http.StatusConflict, string(problem.IntentAlreadyClaimed))
@@ -379,7 +381,6 @@ func TestStatus(t *testing.T) {
 		failed := moved(second.IntentID, r2, "failed", "login_required")
 		same(second.IntentID, r2, "failed", "login_required", failed)
 		notForward(second.IntentID, r2, "failed", "crashed", "failed")
-		notForward(second.IntentID, r2, "failed", "", "failed")
 		notForward(second.IntentID, r2, "stopped", "completed", "failed")
 		notForward(second.IntentID, r2, "running", "", "failed")
 		notForward(second.IntentID, r2, "starting", "", "failed")
