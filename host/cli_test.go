@@ -87,6 +87,9 @@ func TestAdminNeedsNoServingKeys(t *testing.T) {
 	if code, stdout, stderr := runMain(t, env, "admin", "--json", "application", "list"); code != 0 || !strings.HasPrefix(stdout, `{"applications":`) {
 		t.Fatalf("application list without a draft key: exit %d, %q %s", code, stdout, stderr)
 	}
+	if code, stdout, stderr := runMain(t, env, "admin", "--json", "draft-key", "status"); code != 0 || strings.TrimSpace(stdout) != `{"waiting":{},"configured":null}` {
+		t.Fatalf("draft-key status without a draft key: exit %d, %q %s", code, stdout, stderr)
+	}
 }
 
 func TestMigrateAndAdminModules(t *testing.T) {

@@ -143,6 +143,19 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 			Name:  "draft-key",
 			Usage: "the keys that encrypt personality drafts (--onboarding-draft-key)",
 			Commands: []*cli.Command{{
+				Name: "status",
+				Usage: "how many drafts wait under each key id, and the ids of the keys this shell is configured with: " +
+					"prints {\"waiting\": {KEY_ID: N}, \"configured\": [...]}; drop an old key once nothing waits under it",
+				Action: func(ctx context.Context, cmd *cli.Command) error {
+					return invoke(ctx, cmd, func(ctx context.Context, o *Owners) error {
+						use, err := o.DraftKeyUse(ctx)
+						if err != nil {
+							return err
+						}
+						return show(cmd, use)
+					})
+				},
+			}, {
 				Name: "generate",
 				Usage: "print a new key: put it first in --onboarding-draft-key, keeping the old keys after it while drafts they encrypted wait " +
 					"(drafts are deleted once read and acknowledged or discarded); prints {\"key\": ...}",

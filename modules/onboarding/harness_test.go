@@ -80,7 +80,7 @@ func newWorld(t testing.TB, dialect string, cfg onboarding.Config) *world {
 	}
 	w.drafts = onboarding.NewDrafts(db, keys, w.clock, log)
 	w.linker = onboarding.NewLinker(db, w.clock, w.deploy, onboarding.NewSender(db, cfg, w.clock, log))
-	w.sweeper = onboarding.NewSweeper(db, w.clock)
+	w.sweeper = onboarding.NewSweeper(db, cfg, w.clock)
 	w.outbox = onboarding.NewOutbox(db)
 	w.sender = onboarding.NewSender(db, cfg, w.clock, log)
 	s := site.New(onboarding.Nav())

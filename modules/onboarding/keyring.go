@@ -56,6 +56,9 @@ func NewKeyring(cfg Config) (*Keyring, error) {
 	return k, nil
 }
 
+// IDs are the configured keys' ids, the encrypting one first.
+func (k *Keyring) IDs() []string { return append([]string(nil), k.ids...) }
+
 // NewDraftKey returns a new key in the form --onboarding-draft-key takes.
 func NewDraftKey() string {
 	b := make([]byte, draftKeyBytes)

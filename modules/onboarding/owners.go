@@ -318,3 +318,31 @@ func (o *Owners) OwnerOf(ctx context.Context, agentID string) (string, error) {
 	}
 	return emails[0], nil
 }
+
+// DraftKeyUse is what an operator rotating --onboarding-draft-key needs: how many drafts wait under each
+// key id (a key can be dropped once none does), and the ids of the keys this process is configured
+// with (nil when it has none).
+type DraftKeyUse struct {
+	Waiting    map[string]int64 `json:"waiting"`
+	Configured []string         `json:"configured"`
+}
+
+// DraftKeyUse counts the waiting drafts by the key that sealed them.
+func (o *Owners) DraftKeyUse(ctx context.Context) (DraftKeyUse, error) {
+	use := DraftKeyUse{Waiting: map[string]int64{}}
+	var rows []struct {
+		KeyID string
+		N     int64
+	}
+	if err := o.db.WithContext(ctx).Model(&draftRow{}).Select("key_id, COUNT(*) AS n").Where("state = ?", DraftWaiting).
+		Group("key_id").Scan(&rows).Error; err != nil {
+		return use, fmt.Errorf("count waiting drafts: %w", err)
+	}
+	for _, r := range rows {
+		use.Waiting[r.KeyID] = r.N
+	}
+	if keys, err := NewKeyring(o.cfg); err == nil {
+		use.Configured = keys.IDs()
+	}
+	return use, nil
+}

@@ -14,8 +14,9 @@ import (
 // SweepEvery is how often expired sessions and sign-in links are deleted.
 const SweepEvery = 10 * time.Minute
 
-// SweepArgs is the periodic job that deletes what expired: sessions and sign-in links. Nothing depends
-// on it for safety (an expired session or link is refused when read); it keeps the tables small.
+// SweepArgs is the periodic job that deletes what expired: sessions and sign-in links, and the bodies of
+// outbox copies of sign-in and owner-link mail whose link ran out unused. Nothing depends on it for
+// safety (an expired session or link is refused when read); it keeps secrets and tables small.
 type SweepArgs struct{}
 
 // Kind names the job in River.
@@ -30,11 +31,14 @@ func sweepJob() *river.PeriodicJob {
 type Sweeper struct {
 	river.WorkerDefaults[SweepArgs]
 	db    *gorm.DB
+	cfg   Config
 	clock port.Clock
 }
 
 // NewSweeper returns the worker.
-func NewSweeper(db *gorm.DB, clock port.Clock) *Sweeper { return &Sweeper{db: db, clock: clock} }
+func NewSweeper(db *gorm.DB, cfg Config, clock port.Clock) *Sweeper {
+	return &Sweeper{db: db, cfg: cfg, clock: clock}
+}
 
 // Work deletes expired sessions, and sign-in links a day after they expired.
 func (s *Sweeper) Work(ctx context.Context, _ *river.Job[SweepArgs]) error {
@@ -47,6 +51,15 @@ func (s *Sweeper) Work(ctx context.Context, _ *river.Job[SweepArgs]) error {
 	}
 	if err := db.Where("expires_at < ?", now.Add(-24*time.Hour)).Delete(&signInRow{}).Error; err != nil {
 		return fmt.Errorf("delete expired sign-in links: %w", err)
+	}
+	for _, k := range []struct {
+		kind string
+		ttl  time.Duration
+	}{{MailSignIn, s.cfg.SignInTTL}, {MailOwnerLink, s.cfg.LinkTTL}} {
+		if err := db.Model(&mailRow{}).Where("kind = ? AND state = ? AND body <> '' AND created_at < ?", k.kind, MailOutbox, now.Add(-k.ttl)).
+			Update("body", "").Error; err != nil {
+			return fmt.Errorf("erase expired %s mail: %w", k.kind, err)
+		}
 	}
 	return nil
 }
