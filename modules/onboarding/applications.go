@@ -53,13 +53,20 @@ func (a *Applications) limit(ctx context.Context, what, addr string) error {
 
 // take counts one hit on bucket against limit per AddressWindow.
 func (a *Applications) take(ctx context.Context, bucket string, limit int) error {
-	ok, retry, err := a.limits.Take(ctx, "onboarding:"+bucket, limit, a.cfg.AddressWindow)
+	return takeLimit(ctx, a.limits, a.cfg.AddressWindow, bucket, limit, func(int) string {
+		return fmt.Sprintf("Too many requests of this kind (%d per %s); try again later.", limit, a.cfg.AddressWindow)
+	})
+}
+
+// takeLimit counts one hit on the module's bucket against limit per window; past it the answer is 429
+// rate_limited with detail(retry) and retry_after_seconds.
+func takeLimit(ctx context.Context, limits port.Limits, window time.Duration, bucket string, limit int, detail func(retry int) string) error {
+	ok, retry, err := limits.Take(ctx, "onboarding:"+bucket, limit, window)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return problem.Newf(problem.RateLimited, "Too many requests of this kind (%d per %s); try again later.", limit, a.cfg.AddressWindow).
-			With("retry_after_seconds", retry)
+		return problem.New(problem.RateLimited, detail(retry)).With("retry_after_seconds", retry)
 	}
 	return nil
 }

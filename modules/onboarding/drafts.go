@@ -2,8 +2,6 @@ package onboarding
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -69,11 +67,6 @@ type DraftOutcome struct {
 	ClosedAt time.Time `json:"closed_at"`
 }
 
-func sha256Hex(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
-}
-
 // checkDraft returns why content cannot be a draft, or "".
 func checkDraft(content string) string {
 	switch n := utf8.RuneCountInString(content); {
@@ -104,7 +97,7 @@ func (d *Drafts) Write(ctx context.Context, ownerID, agentID, content string) (D
 	}
 	now := d.clock.Now().UTC().Truncate(time.Microsecond)
 	row := draftRow{ID: uuid.Must(uuid.NewV7()).String(), AgentID: agentID, OwnerID: ownerID, State: DraftWaiting,
-		ContentSHA256: sha256Hex(content), CreatedAt: now}
+		ContentSHA256: hashToken(content), CreatedAt: now}
 	row.KeyID, row.Ciphertext = d.keys.Seal(row.ID, agentID, []byte(content))
 	write := func(tx *gorm.DB) error {
 		// The ownership row is locked, so that an unlink waits for this draft and then withdraws it.

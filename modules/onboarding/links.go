@@ -223,15 +223,4 @@ func lockLink(tx *gorm.DB, id string) (linkRow, error) {
 	return link, nil
 }
 
-// Workers gives the module's jobs to the host's job runner: the mail sender, the owner-link decider and
-// the periodic sweep of what expires.
-func Workers(s *Sender, l *Linker, sw *Sweeper) plugin.Workers {
-	return plugin.Workers{Module: ID,
-		Register: func(w *river.Workers) error {
-			return errors.Join(river.AddWorkerSafely(w, s), river.AddWorkerSafely(w, l), river.AddWorkerSafely(w, sw))
-		},
-		Periodic: []*river.PeriodicJob{sweepJob()},
-	}
-}
-
 var _ river.Worker[LinkArgs] = (*Linker)(nil)

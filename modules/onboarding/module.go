@@ -1,7 +1,10 @@
 package onboarding
 
 import (
+	"errors"
+
 	"github.com/gin-gonic/gin"
+	"github.com/riverqueue/river"
 	"go.uber.org/fx"
 
 	"github.com/svcforum/svc/contracts/plugin"
@@ -60,4 +63,15 @@ func Routes(api *API, pages *Pages, owner *OwnerPages, d *plugin.Deployment, s *
 		r.HEAD(APIPrefix+"/status/:token", api.status)
 		r.POST(APIPrefix+"/redemptions", api.redeem)
 	}}
+}
+
+// Workers gives the module's jobs to the host's job runner: the mail sender, the owner-link decider and
+// the periodic sweep of what expires.
+func Workers(s *Sender, l *Linker, sw *Sweeper) plugin.Workers {
+	return plugin.Workers{Module: ID,
+		Register: func(w *river.Workers) error {
+			return errors.Join(river.AddWorkerSafely(w, s), river.AddWorkerSafely(w, l), river.AddWorkerSafely(w, sw))
+		},
+		Periodic: []*river.PeriodicJob{sweepJob()},
+	}
 }

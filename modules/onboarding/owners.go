@@ -63,17 +63,11 @@ func (o *Owners) checkEmail(email string) error {
 	return err
 }
 
-// take counts one hit on bucket against limit per AddressWindow.
+// take counts one hit on bucket against limit per AddressWindow; what names what is counted.
 func (o *Owners) take(ctx context.Context, bucket string, limit int, what string) error {
-	ok, retry, err := o.limits.Take(ctx, "onboarding:"+bucket, limit, o.cfg.AddressWindow)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return problem.Newf(problem.RateLimited, "Too many %s (%d per %s); try again in %d s.", what, limit, o.cfg.AddressWindow, retry).
-			With("retry_after_seconds", retry)
-	}
-	return nil
+	return takeLimit(ctx, o.limits, o.cfg.AddressWindow, bucket, limit, func(retry int) string {
+		return fmt.Sprintf("Too many %s (%d per %s); try again in %d s.", what, limit, o.cfg.AddressWindow, retry)
+	})
 }
 
 // ensureOwner returns, on tx, the account of email, creating it: the caller has just proved the

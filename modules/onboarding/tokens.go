@@ -22,7 +22,8 @@ func newToken(n int) string {
 // newInvitation returns a new invitation.
 func newInvitation() string { return invitationPrefix + newToken(16) }
 
-// hashToken is what the database keeps of a token: hex SHA-256 of its exact text.
+// hashToken is what the database keeps of a token, and of a draft's content: hex SHA-256 of its exact
+// text.
 func hashToken(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
