@@ -3,7 +3,7 @@ SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
-MODULES := contracts database testkit modules/arena modules/discovery modules/sigv1 modules/billing modules/forum modules/media modules/onboarding modules/reports host e2e
+MODULES := sdk connector contracts database testkit modules/arena modules/discovery modules/sigv1 modules/billing modules/forum modules/media modules/onboarding modules/reports host e2e
 BIN := $(CURDIR)/bin
 STATICCHECK_VERSION := v0.8.2
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da

@@ -22,7 +22,7 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/svcforum/svc/database/dbtest"
-	"github.com/svcforum/svc/modules/sigv1/signer"
+	"github.com/svcforum/svc/sdk/signer"
 )
 
 // agentPrefix is where the signed agent plane is mounted on an agent channel.

@@ -22,7 +22,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/svcforum/svc/database/dbtest"
-	"github.com/svcforum/svc/modules/sigv1/signer"
+	"github.com/svcforum/svc/sdk/signer"
 )
 
 // composeTimeout bounds TestCompose; composeDownTimeout bounds taking the project down.

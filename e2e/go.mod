@@ -8,7 +8,6 @@ require (
 	github.com/moby/moby/api v1.55.0
 	github.com/moby/moby/client v0.5.0
 	github.com/svcforum/svc/database v0.0.0
-	github.com/svcforum/svc/modules/sigv1 v0.0.0
 	github.com/testcontainers/testcontainers-go v0.44.0
 	github.com/testcontainers/testcontainers-go/modules/postgres v0.44.0
 	github.com/wneessen/go-mail v0.8.1
@@ -97,6 +96,7 @@ require (
 	github.com/sirupsen/logrus v1.10.2 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/svcforum/svc/contracts v0.0.0 // indirect
+	github.com/svcforum/svc/sdk v0.0.0
 	github.com/svcforum/svc/testkit v0.0.0
 	github.com/tidwall/gjson v1.20.0 // indirect
 	github.com/tidwall/match v1.2.0 // indirect
@@ -145,3 +145,5 @@ replace github.com/svcforum/svc/contracts => ../contracts
 replace github.com/svcforum/svc/modules/sigv1 => ../modules/sigv1
 
 replace github.com/svcforum/svc/testkit => ../testkit
+
+replace github.com/svcforum/svc/sdk => ../sdk

@@ -20,7 +20,7 @@ import (
 	tcexec "github.com/testcontainers/testcontainers-go/exec"
 	"github.com/testcontainers/testcontainers-go/modules/postgres"
 
-	"github.com/svcforum/svc/modules/sigv1/signer"
+	"github.com/svcforum/svc/sdk/signer"
 )
 
 var (

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svcforum/svc/modules/sigv1/signer"
+	"github.com/svcforum/svc/sdk/signer"
 )
 
 const agentEdgePort = "8081/tcp"

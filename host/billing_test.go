@@ -29,7 +29,7 @@ import (
 	"github.com/svcforum/svc/database"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/billing"
-	"github.com/svcforum/svc/modules/sigv1/signer"
+	"github.com/svcforum/svc/sdk/signer"
 )
 
 // wirePricing is the pricing file of WIRE.md section 8.

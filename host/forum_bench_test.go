@@ -25,7 +25,7 @@ import (
 	"github.com/svcforum/svc/modules/billing"
 	"github.com/svcforum/svc/modules/forum"
 	"github.com/svcforum/svc/modules/sigv1"
-	"github.com/svcforum/svc/modules/sigv1/signer"
+	"github.com/svcforum/svc/sdk/signer"
 )
 
 // forumBench is the whole service on PostgreSQL with one agent, a funded wallet, a category and a

@@ -147,6 +147,7 @@ require (
 	github.com/svcforum/svc/modules/media v0.0.0
 	github.com/svcforum/svc/modules/onboarding v0.0.0
 	github.com/svcforum/svc/modules/reports v0.0.0
+	github.com/svcforum/svc/sdk v0.0.0
 	github.com/testcontainers/testcontainers-go v0.44.0 // indirect
 	github.com/testcontainers/testcontainers-go/modules/postgres v0.44.0 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
@@ -205,3 +206,5 @@ replace github.com/svcforum/svc/modules/media => ../modules/media
 replace github.com/svcforum/svc/modules/onboarding => ../modules/onboarding
 
 replace github.com/svcforum/svc/modules/reports => ../modules/reports
+
+replace github.com/svcforum/svc/sdk => ../sdk

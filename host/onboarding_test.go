@@ -29,7 +29,7 @@ import (
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/database/dbtest"
-	"github.com/svcforum/svc/modules/sigv1/signer"
+	"github.com/svcforum/svc/sdk/signer"
 	"github.com/svcforum/svc/testkit/mailsink"
 )
 

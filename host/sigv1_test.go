@@ -18,7 +18,7 @@ import (
 
 	"github.com/svcforum/svc/contracts/schema"
 	"github.com/svcforum/svc/database/dbtest"
-	"github.com/svcforum/svc/modules/sigv1/signer"
+	"github.com/svcforum/svc/sdk/signer"
 )
 
 // identity is an agent provisioned with the operator's commands.

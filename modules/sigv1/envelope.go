@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/svcforum/svc/contracts/problem"
-	"github.com/svcforum/svc/modules/sigv1/envelope"
+	"github.com/svcforum/svc/sdk/envelope"
 )
 
 // Scheme is the signature scheme this package verifies.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/modules/sigv1"
-	"github.com/svcforum/svc/modules/sigv1/envelope"
+	"github.com/svcforum/svc/sdk/envelope"
 )
 
 const (

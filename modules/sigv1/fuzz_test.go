@@ -10,7 +10,7 @@ import (
 
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/modules/sigv1"
-	"github.com/svcforum/svc/modules/sigv1/envelope"
+	"github.com/svcforum/svc/sdk/envelope"
 )
 
 var fuzzHeaders = [...]string{sigv1.HeaderAgentID, sigv1.HeaderKeyID, sigv1.HeaderTimestamp, sigv1.HeaderNonce,

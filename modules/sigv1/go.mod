@@ -88,6 +88,7 @@ require (
 	github.com/shirou/gopsutil/v4 v4.26.6 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
+	github.com/svcforum/svc/sdk v0.0.0
 	github.com/testcontainers/testcontainers-go v0.44.0 // indirect
 	github.com/testcontainers/testcontainers-go/modules/postgres v0.44.0 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
@@ -129,3 +130,5 @@ replace github.com/svcforum/svc/contracts => ../../contracts
 replace github.com/svcforum/svc/database => ../../database
 
 replace github.com/svcforum/svc/testkit => ../../testkit
+
+replace github.com/svcforum/svc/sdk => ../../sdk

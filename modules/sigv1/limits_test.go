@@ -14,7 +14,7 @@ import (
 
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/sigv1"
-	"github.com/svcforum/svc/modules/sigv1/signer"
+	"github.com/svcforum/svc/sdk/signer"
 	"github.com/svcforum/svc/testkit"
 )
 

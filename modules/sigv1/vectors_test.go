@@ -16,7 +16,7 @@ import (
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/modules/sigv1"
 	"github.com/svcforum/svc/modules/sigv1/internal/vectorgen"
-	"github.com/svcforum/svc/modules/sigv1/signer"
+	"github.com/svcforum/svc/sdk/signer"
 )
 
 const vectorsFile = "../../contracts/signing/svc-sig-v1-vectors.json"

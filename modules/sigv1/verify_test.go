@@ -24,8 +24,8 @@ import (
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/sigv1"
-	"github.com/svcforum/svc/modules/sigv1/envelope"
-	"github.com/svcforum/svc/modules/sigv1/signer"
+	"github.com/svcforum/svc/sdk/envelope"
+	"github.com/svcforum/svc/sdk/signer"
 	"github.com/svcforum/svc/testkit"
 )
 

@@ -17,7 +17,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/svcforum/svc/modules/sigv1/envelope"
+	"github.com/svcforum/svc/sdk/envelope"
 )
 
 // File is the vectors document.

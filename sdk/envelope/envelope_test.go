@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svcforum/svc/modules/sigv1/envelope"
+	"github.com/svcforum/svc/sdk/envelope"
 )
 
 func validFields() envelope.Fields {

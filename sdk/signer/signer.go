@@ -24,7 +24,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/svcforum/svc/modules/sigv1/envelope"
+	"github.com/svcforum/svc/sdk/envelope"
 )
 
 // Signer signs requests for one agent key. It is safe for concurrent use when its clock and nonce

@@ -1,12 +1,10 @@
-package signer_test
+package sigv1_test
 
 import (
 	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
-	"go/parser"
-	"go/token"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,7 +16,7 @@ import (
 	"time"
 
 	"github.com/svcforum/svc/modules/sigv1"
-	"github.com/svcforum/svc/modules/sigv1/signer"
+	"github.com/svcforum/svc/sdk/signer"
 )
 
 const (
@@ -331,20 +329,5 @@ func TestSignBodyReadError(t *testing.T) {
 	req.Body = io.NopCloser(iotest.ErrReader(errors.New("boom")))
 	if err := fixed().Sign(req); err == nil || req.Header.Get("Svc-Signature") != "" {
 		t.Fatalf("err %v, signature %q", err, req.Header.Get("Svc-Signature"))
-	}
-}
-
-// TestSignerImports keeps the signer light for the SDK: the standard library and package envelope.
-func TestSignerImports(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "signer.go", nil, parser.ImportsOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, imp := range f.Imports {
-		path, _ := strconv.Unquote(imp.Path.Value)
-		first, _, _ := strings.Cut(path, "/")
-		if strings.Contains(first, ".") && path != "github.com/svcforum/svc/modules/sigv1/envelope" {
-			t.Errorf("signer imports %s", path)
-		}
 	}
 }
