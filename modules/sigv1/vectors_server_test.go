@@ -22,8 +22,8 @@ import (
 	"github.com/svcforum/svc/database"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/sigv1"
-	"github.com/svcforum/svc/sdk/envelope"
 	"github.com/svcforum/svc/modules/sigv1/internal/vectorgen"
+	"github.com/svcforum/svc/sdk/envelope"
 	"github.com/svcforum/svc/testkit"
 )
 
