@@ -3,7 +3,7 @@ SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
-MODULES := sdk connector contracts database testkit modules/arena modules/discovery modules/sigv1 modules/billing modules/forum modules/media modules/onboarding modules/reports host e2e
+MODULES := sdk connector contracts database testkit modules/arena modules/discovery modules/sigv1 modules/billing modules/forum modules/media modules/onboarding modules/releases modules/reports host e2e
 BIN := $(CURDIR)/bin
 STATICCHECK_VERSION := v0.8.2
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
@@ -22,16 +22,19 @@ SVC_TEST_RUN := $(shell od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
 endif
 export SVC_TEST_RUN
 
-.PHONY: help run build test unit e2e images tools lint bench tidy sweep
+.PHONY: help run build test unit e2e images tools lint bench tidy sweep release
 
 help: ## list the targets
 	@grep -E '^[a-z0-9]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
-run: ## serve svc on the embedded SQLite default (./var/svc.db), with keys kept in ./var; Ctrl-C stops it
+run: ## serve svc on the embedded SQLite default (./var/svc.db), keys in ./var, a connector release for this machine from dist/; Ctrl-C stops it
 	@mkdir -p var
 	@test -s var/cursor.key || (umask 077 && head -c 32 /dev/urandom | base64 > var/cursor.key)
 	@test -s var/draft.key || (umask 077 && head -c 32 /dev/urandom | base64 > var/draft.key)
 	@test -s var/grant.key || (umask 077 && head -c 32 /dev/urandom | base64 > var/grant.key)
+	@if [ ! -s dist/svc-connector/manifest ] || [ -n "$$(find connector sdk -name '*.go' -newer dist/svc-connector/manifest | head -1)" ]; then \
+		$(MAKE) --no-print-directory release PLATFORMS=$$(go env GOOS)/$$(go env GOARCH); fi
+	SVC_RELEASES_DIR="$${SVC_RELEASES_DIR:-$(CURDIR)/dist/svc-connector}" \
 	SVC_CURSOR_KEY="$${SVC_CURSOR_KEY:-$$(cat var/cursor.key)}" \
 	SVC_ONBOARDING_DRAFT_KEY="$${SVC_ONBOARDING_DRAFT_KEY:-$$(cat var/draft.key)}" \
 	SVC_ARENA_GRANT_KEY="$${SVC_ARENA_GRANT_KEY:-$$(cat var/grant.key)}" go run ./host/cmd/svc serve
@@ -71,6 +74,22 @@ bench: $(BIN)/benchstat ## benchmarks, each against a baseline measured in the s
 		(cd bench/mediavips && GOWORK=off go test -run '^$$' -bench . -benchmem -count 6 ./...); } \
 		| tee var/bench.txt | grep -E '^(Benchmark|ok|FAIL)' >&2
 	@$(BIN)/benchstat -col /impl var/bench.txt
+
+release: ## cut a signed svc-connector release into dist/svc-connector [VERSION=v1.2.3 RELEASE_KEY=var/release.key PLATFORMS=linux/amd64,...]
+	@key='$(or $(RELEASE_KEY),var/release.key)'; \
+	case "$$key" in /*) ;; *) key="$(CURDIR)/$$key" ;; esac; \
+	if [ ! -s "$$key" ]; then \
+		if [ -n '$(RELEASE_KEY)' ]; then echo "make release: no release key at $$key" >&2; exit 1; fi; \
+		mkdir -p var; \
+		echo "make release: generating a development release key in var/release.key (0600); its public half is:" >&2; \
+		(cd connector && GOWORK=off go run ./cmd/svc-release --generate-key "$$key") >&2; \
+		echo "make release: a real release is signed with the project's offline key: make release RELEASE_KEY=/path/to/it" >&2; \
+	fi; \
+	version='$(VERSION)'; \
+	[ -n "$$version" ] || version=$$( (git describe --tags --match 'connector/v*' --dirty 2>/dev/null || true) | sed 's|^connector/||'); \
+	[ -n "$$version" ] || version=v0.0.0-dev.g$$(git rev-parse --short HEAD 2>/dev/null || echo 0); \
+	cd connector && GOWORK=off go run ./cmd/svc-release --out "$(CURDIR)/dist/svc-connector" --version "$$version" \
+		--key "$$key" $(if $(PLATFORMS),--platforms '$(PLATFORMS)')
 
 tidy: ## go mod tidy in every module
 	@for m in $(MODULES); do (cd $$m && go mod tidy); done

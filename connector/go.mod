@@ -4,6 +4,13 @@ go 1.26.8
 
 require github.com/svcforum/svc/sdk v0.0.0
 
-require golang.org/x/mod v0.43.0 // indirect
+require (
+	github.com/creack/pty v1.1.24
+	github.com/urfave/cli/v3 v3.14.0
+	golang.org/x/mod v0.43.0
+	golang.org/x/term v0.48.0
+)
+
+require golang.org/x/sys v0.50.0
 
 replace github.com/svcforum/svc/sdk => ../sdk

@@ -3,6 +3,7 @@ module github.com/svcforum/svc/e2e
 go 1.26.8
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/minio/minio-go/v7 v7.4.1
 	github.com/moby/moby/api v1.55.0

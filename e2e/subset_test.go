@@ -84,7 +84,7 @@ func TestSubsetDeployments(t *testing.T) {
 	subset := startService(t, ctx, nw, subsetEnv)
 	every := startService(t, ctx, nw, map[string]string{"SVC_DATABASE_URL": everyURL, "SVC_BASE_URL": baseURL})
 	explicit := startService(t, ctx, nw, map[string]string{"SVC_DATABASE_URL": explicitURL, "SVC_BASE_URL": baseURL,
-		"SVC_MODULES": "discovery,sigv1,billing,forum,media,onboarding,reports,arena"})
+		"SVC_MODULES": "discovery,sigv1,billing,forum,media,onboarding,releases,reports,arena"})
 
 	optional := slices.Concat(billingSchemas, forumSchemas, mediaSchemas, reportsSchemas, onboardingSchemas, arenaSchemas)
 	t.Run("discovery,sigv1", func(t *testing.T) {
@@ -144,7 +144,7 @@ func TestSubsetDeployments(t *testing.T) {
 
 	t.Run("every module", func(t *testing.T) {
 		everyDoc := fetchDiscovery(t, ctx, every)
-		if want := []string{"arena", "billing", "discovery", "forum", "media", "onboarding", "reports", "sigv1"}; !slices.Equal(everyDoc.Modules, want) {
+		if want := []string{"arena", "billing", "discovery", "forum", "media", "onboarding", "releases", "reports", "sigv1"}; !slices.Equal(everyDoc.Modules, want) {
 			t.Errorf("discovery modules %q, want %q", everyDoc.Modules, want)
 		}
 		names := everyDoc.schemas(t)
@@ -176,7 +176,7 @@ func TestSubsetDeployments(t *testing.T) {
 		}
 	})
 
-	t.Run("discovery,sigv1,billing,forum,media,onboarding,reports,arena", func(t *testing.T) {
+	t.Run("discovery,sigv1,billing,forum,media,onboarding,releases,reports,arena", func(t *testing.T) {
 		if x := mustFetch(t, ctx, explicit.URL+"/api/v1/categories"); x.Status != 200 {
 			t.Errorf("GET /api/v1/categories: %s, want 200", x)
 		}

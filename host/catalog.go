@@ -12,6 +12,7 @@ import (
 	"github.com/svcforum/svc/modules/forum"
 	"github.com/svcforum/svc/modules/media"
 	"github.com/svcforum/svc/modules/onboarding"
+	"github.com/svcforum/svc/modules/releases"
 	"github.com/svcforum/svc/modules/reports"
 	"github.com/svcforum/svc/modules/sigv1"
 )
@@ -26,6 +27,7 @@ func Catalog() []plugin.Descriptor {
 		forum.Descriptor(),
 		media.Descriptor(),
 		onboarding.Descriptor(),
+		releases.Descriptor(),
 		reports.Descriptor(),
 		sigv1.Descriptor(),
 	}

@@ -75,6 +75,8 @@ func (d discoveryDocument) named(t *testing.T) map[string]string {
 func TestDiscoveryOnTheAssembledService(t *testing.T) {
 	cfg := testConfig(t, "sqlite")
 	cfg.BaseURL = discoveryBase
+	// A signed release of svc-connector (the vector of connector/release/testdata/golden) is published too.
+	cfg.Settings = settings{testSettings(), map[string]any{"releases-dir": "testdata/releases"}}
 	mods := allModules(t)
 	var pubs []plugin.Publication
 	collect := fx.Invoke(fx.Annotate(func(p []plugin.Publication) { pubs = p }, fx.ParamTags(plugin.PublicationsGroup)))
@@ -122,7 +124,8 @@ func TestDiscoveryOnTheAssembledService(t *testing.T) {
 	if len(want) == 0 || !maps.Equal(named, want) {
 		t.Errorf("the document names\n %v\nthe modules publish\n %v", named, want)
 	}
-	for _, name := range []string{"discovery", "public_api", "examples", "skill", "schemas/discovery", "schemas/problem"} {
+	for _, name := range []string{"discovery", "public_api", "examples", "skill", "schemas/discovery", "schemas/problem",
+		"connector_release_manifest", "connector_release_key", "connector_install_script", "connector_release", "schemas/connector-release"} {
 		if named[name] == "" {
 			t.Errorf("the document does not name %s", name)
 		}

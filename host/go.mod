@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/chromedp/chromedp v0.22.1
+	github.com/creack/pty v1.1.24
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/gin-gonic/gin v1.12.0
 	github.com/go-gormigrate/gormigrate/v2 v2.1.7
@@ -17,6 +18,7 @@ require (
 	github.com/riverqueue/river/riverdriver v0.51.2
 	github.com/riverqueue/river/riverdriver/riverdatabasesql v0.51.2
 	github.com/riverqueue/river/riverdriver/riversqlite v0.51.2
+	github.com/svcforum/svc/connector v0.0.0
 	github.com/svcforum/svc/contracts v0.0.0
 	github.com/svcforum/svc/database v0.0.0
 	github.com/svcforum/svc/modules/arena v0.0.0
@@ -50,6 +52,7 @@ require (
 	github.com/wneessen/go-mail v0.8.1 // indirect
 	github.com/zeebo/xxh3 v1.1.0 // indirect
 	golang.org/x/image v0.47.0 // indirect
+	golang.org/x/mod v0.43.0 // indirect
 	gopkg.in/ini.v1 v1.67.3 // indirect
 )
 
@@ -146,6 +149,7 @@ require (
 	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/svcforum/svc/modules/media v0.0.0
 	github.com/svcforum/svc/modules/onboarding v0.0.0
+	github.com/svcforum/svc/modules/releases v0.0.0
 	github.com/svcforum/svc/modules/reports v0.0.0
 	github.com/svcforum/svc/sdk v0.0.0
 	github.com/testcontainers/testcontainers-go v0.44.0 // indirect
@@ -185,6 +189,8 @@ require (
 	modernc.org/sqlite v1.62.0 // indirect
 )
 
+replace github.com/svcforum/svc/connector => ../connector
+
 replace github.com/svcforum/svc/contracts => ../contracts
 
 replace github.com/svcforum/svc/database => ../database
@@ -204,6 +210,8 @@ replace github.com/svcforum/svc/testkit => ../testkit
 replace github.com/svcforum/svc/modules/media => ../modules/media
 
 replace github.com/svcforum/svc/modules/onboarding => ../modules/onboarding
+
+replace github.com/svcforum/svc/modules/releases => ../modules/releases
 
 replace github.com/svcforum/svc/modules/reports => ../modules/reports
 

@@ -53,7 +53,7 @@ func engine(t testing.TB, d *plugin.Deployment, pubs []plugin.Publication) *gin.
 }
 
 // allModules is a deployment of every module whose contracts are embedded.
-var allModules = []string{"arena", "billing", "discovery", "forum", "media", "onboarding", "reports", "sigv1"}
+var allModules = []string{"arena", "billing", "discovery", "forum", "media", "onboarding", "releases", "reports", "sigv1"}
 
 // defaultEngine serves a deployment of every module: discovery's own publications plus a schema
 // publication for every other embedded schema, as the modules contribute them.

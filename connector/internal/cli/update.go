@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/svcforum/svc/connector"
+	"github.com/svcforum/svc/connector/release"
+)
+
+// runtimesCommand lists the drivers this connector ships: the runtimes --runtime accepts.
+func (e *Env) runtimesCommand(cmd *cli.Command) error {
+	type driver struct {
+		Name    string `json:"name"`
+		Summary string `json:"summary"`
+	}
+	var list []driver
+	for _, n := range e.Runtimes.Names() {
+		d, _ := e.Runtimes.Lookup(n)
+		list = append(list, driver{n, d.Summary()})
+	}
+	if cmd.Bool("json") {
+		return e.printJSON(map[string]any{"runtimes": list})
+	}
+	for _, d := range list {
+		fmt.Fprintf(e.Stdout, "%s\t%s\n", d.Name, d.Summary)
+	}
+	return nil
+}
+
+// versionCommand prints the version, whether a release key is built in, and the drivers.
+func (e *Env) versionCommand(cmd *cli.Command) error {
+	key := "none built in: a development build, which trusts the release key the service publishes"
+	if connector.ReleaseKey != "" {
+		key = connector.ReleaseKey
+	}
+	if cmd.Bool("json") {
+		return e.printJSON(map[string]any{"version": connector.Version, "release_key": connector.ReleaseKey, "runtimes": e.Runtimes.Names()})
+	}
+	fmt.Fprintf(e.Stdout, "svc-connector %s\nrelease key: %s\nruntimes: %v\n", connector.Version, key, e.Runtimes.Names())
+	return nil
+}
+
+// selfUpdateCommand replaces the running binary by the published release, verified against the
+// release key and the signed manifest (release.SelfUpdate); with --check it only compares versions.
+func (e *Env) selfUpdateCommand(ctx context.Context, cmd *cli.Command) error {
+	base := cmd.String("base-url")
+	if name := cmd.String("profile"); name != "" && base == "" {
+		_, p, err := openProfile(cmd)
+		if err != nil {
+			return err
+		}
+		id, err := p.ReadIdentity()
+		if err != nil {
+			return err
+		}
+		base = id.BaseURL
+	}
+	base, err := baseURL(base)
+	if err != nil {
+		return err
+	}
+	c, err := e.connect(ctx, base, nil)
+	if err != nil {
+		return err
+	}
+	locations := c.Discovery().Locations.Other
+	if cmd.Bool("check") {
+		m, err := release.Fetch(ctx, e.HTTP, locations)
+		if err != nil {
+			return withCode(ExitRefused, "%v", err)
+		}
+		return e.printJSON(map[string]any{"version": connector.Version, "published": m.Version,
+			"update_available": release.Compare(connector.Version, m.Version) > 0})
+	}
+	exe, err := e.Executable()
+	if err != nil {
+		return err
+	}
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
+		return err
+	}
+	version, updated, err := release.SelfUpdateWith(ctx, e.Downloads, locations, exe,
+		release.SelfUpdateOptions{AllowDowngrade: cmd.Bool("allow-downgrade")})
+	switch {
+	case errors.Is(err, release.ErrDowngrade):
+		// An older signed release is a refusal, not a failure: the owner decides.
+		return withCode(ExitRefused, "%v", err)
+	case err != nil:
+		return withCode(ExitError, "%v", err)
+	}
+	return e.printJSON(map[string]any{"version": version, "updated": updated})
+}

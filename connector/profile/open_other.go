@@ -1,0 +1,9 @@
+//go:build !unix
+
+package profile
+
+// openFlags: this system has no O_NOFOLLOW; openNoFollow compares the opened file with the path's own
+// Lstat instead.
+const openFlags = 0
+
+const noFollow = false
