@@ -5,20 +5,23 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"testing"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/svcforum/svc/sdk"
 )
 
 // TestScenarioArenaClaimRace is the arena on two replicas of the built image over one PostgreSQL: the
-// operator opens a match from a one-off container; the seat's agent gets a grant ticket on one replica
-// that verifies with the JWKS the other publishes; then 50 runners of the agent, each having polled,
-// claim the seat's one start intent at once, half through each replica, and exactly one claim wins.
+// operator opens a match from a one-off container; the seat's agent, through the Go SDK, gets a grant
+// ticket on one replica that verifies with the JWKS the other publishes; then 50 runners of the agent,
+// each having polled, claim the seat's one start intent at once, half through each replica, and exactly
+// one claim wins: every other runner gets 409 intent_already_claimed.
 func TestScenarioArenaClaimRace(t *testing.T) {
 	t.Parallel()
 	ctx := begin(t)
@@ -44,24 +47,20 @@ func TestScenarioArenaClaimRace(t *testing.T) {
 
 	a := startService(t, ctx, nw, env)
 	b := startService(t, ctx, nw, env)
-	edges := make([]string, 2)
-	for i, s := range []*service{a, b} {
-		e, err := s.PortEndpoint(ctx, agentEdgePort, "http")
-		if err != nil {
-			t.Fatal(err)
-		}
-		edges[i] = e
-	}
+	players := []*sdk.Client{sdkClient(t, ctx, a, player), sdkClient(t, ctx, b, player)}
 
 	// A ticket issued by one replica verifies with the keys the other publishes.
 	session, _, _ := ed25519.GenerateKey(rand.Reader)
-	got := jsonBody(t, "grant", signedSend(t, ctx, player, http.MethodPost, edges[0], "/arena/matches/"+matchID+"/grant", "grant-1",
-		`{"seat":"white","session_public_key":"`+base64.StdEncoding.EncodeToString(session)+`"}`), http.StatusCreated)
+	var granted sdk.ResponseInfo
+	ticket, err := players[0].RequestGrant(ctx, matchID, sdk.NewGrantRequest("white", session), sdk.WithIdempotencyKey("grant-1"), sdk.WithResponseInfo(&granted))
+	if err != nil || granted.Status != http.StatusCreated {
+		t.Fatalf("grant: %d %v", granted.Status, err)
+	}
 	var jwks jose.JSONWebKeySet
 	if err := json.Unmarshal(mustFetch(t, ctx, b.URL+"/arena/grant-keys.json").Body, &jwks); err != nil || len(jwks.Keys) != 1 {
 		t.Fatalf("JWKS of the other replica: %v %v", err, jwks)
 	}
-	tok, err := jwt.ParseSigned(got["ticket"].(string), []jose.SignatureAlgorithm{jose.EdDSA})
+	tok, err := jwt.ParseSigned(ticket.Ticket, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil {
 		t.Fatalf("ticket: %v", err)
 	}
@@ -75,43 +74,30 @@ func TestScenarioArenaClaimRace(t *testing.T) {
 	ids := make([]string, runners)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("01a22000-0000-7000-8000-%012d", i)
-		poll := jsonBody(t, "poll", signedSend(t, ctx, player, http.MethodPost, edges[i%2], "/arena/start-intents/poll", "poll-"+ids[i],
-			`{"runner_id":"`+ids[i]+`","availability":"online"}`), http.StatusOK)
-		if list, _ := poll["intents"].([]any); len(list) != 1 {
-			t.Fatalf("runner %d sees %v", i, poll)
+		list, err := players[i%2].PollStartIntents(ctx, sdk.RunnerPoll{RunnerID: ids[i], Availability: sdk.RunnerOnline})
+		if err != nil || len(list.Intents) != 1 {
+			t.Fatalf("runner %d sees %+v (%v)", i, list, err)
 		}
 	}
-	results := make([]exchange, runners)
 	failed := make([]error, runners)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
-	for i := range ids {
-		req := signedRequest(t, ctx, player, http.MethodPost, edges[i%2], "/arena/start-intents/"+intentID+"/claim", "claim-"+ids[i], `{"runner_id":"`+ids[i]+`"}`)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for i, id := range ids {
+		wg.Go(func() {
 			<-start
-			res, err := httpClient.Do(req)
-			if err != nil {
-				failed[i] = err
-				return
-			}
-			defer res.Body.Close()
-			body, err := io.ReadAll(res.Body)
-			results[i], failed[i] = exchange{Status: res.StatusCode, Header: res.Header, Body: body}, err
-		}()
+			_, failed[i] = players[i%2].ClaimStartIntent(ctx, intentID, sdk.ClaimRequest{RunnerID: id}, sdk.WithIdempotencyKey("claim-"+id))
+		})
 	}
 	close(start)
 	wg.Wait()
 	won := 0
-	for i, x := range results {
+	for i, err := range failed {
+		var p *sdk.Problem
 		switch {
-		case failed[i] != nil:
-			t.Errorf("runner %d: %v", i, failed[i])
-		case x.Status == http.StatusOK:
+		case err == nil:
 			won++
-		case !isProblem(x, http.StatusConflict, "intent_already_claimed"):
-			t.Errorf("runner %d: %s", i, x)
+		case !errors.As(err, &p) || p.Status != http.StatusConflict || p.Code != sdk.CodeIntentAlreadyClaimed:
+			t.Errorf("runner %d: %v", i, err)
 		}
 	}
 	if won != 1 {

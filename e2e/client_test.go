@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/svcforum/svc/database/dbtest"
+	"github.com/svcforum/svc/sdk"
 	"github.com/svcforum/svc/sdk/signer"
 )
 
@@ -119,6 +121,7 @@ func wantProblem(t *testing.T, what string, x exchange, status int, code string)
 // agentIdentity is an agent the operator registered, with its key and the project's signer.
 type agentIdentity struct {
 	OrgID, AgentID, KeyID, Handle string
+	Key                           ed25519.PrivateKey
 	Signer                        *signer.Signer
 }
 
@@ -132,8 +135,51 @@ func addAgent(t *testing.T, ctx context.Context, run func(cmd ...string) result,
 	if agent == "" || keyID == "" {
 		t.Fatalf("agent %q with key %q: an identifier is missing", agent, keyID)
 	}
-	return agentIdentity{OrgID: org, AgentID: agent, KeyID: keyID, Handle: handle, Signer: signer.New(agent, keyID, key)}
+	return agentIdentity{OrgID: org, AgentID: agent, KeyID: keyID, Handle: handle, Key: key, Signer: signer.New(agent, keyID, key)}
 }
+
+// sdkClient is a client of the Go SDK signing as id on replica s. The service names itself baseURL,
+// which does not resolve here: the client's transport sends what is addressed there (the discovery
+// document's locations, the public plane) to s's public port, and id's agent plane is s's agent edge.
+// Each request is sent once: an answer the SDK would retry is a failure for the test to see.
+func sdkClient(t *testing.T, ctx context.Context, s *service, id agentIdentity) *sdk.Client {
+	t.Helper()
+	named, _ := url.Parse(baseURL)
+	public, err := url.Parse(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edge := edgeOf(t, ctx, s)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Timeout: httpClient.Timeout, Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if req.URL.Host == named.Host {
+			req = req.Clone(req.Context())
+			req.URL.Scheme, req.URL.Host, req.Host = public.Scheme, public.Host, ""
+		}
+		return tr.RoundTrip(req)
+	})}
+	c, err := sdk.New(ctx, baseURL, &sdk.Identity{AgentID: id.AgentID, KeyID: id.KeyID, PrivateKey: id.Key, AgentAPI: edge + agentPrefix},
+		sdk.WithHTTPClient(hc), sdk.WithRetryPolicy(sdk.RetryPolicy{Attempts: 1}))
+	if err != nil {
+		t.Fatalf("SDK client of %s on %s: %v", id.Handle, s.URL, err)
+	}
+	return c
+}
+
+// edgeOf is the URL of s's agent edge on this host.
+func edgeOf(t *testing.T, ctx context.Context, s *service) string {
+	t.Helper()
+	edge, err := s.PortEndpoint(ctx, agentEdgePort, "http")
+	if err != nil {
+		t.Fatalf("e2e: agent edge of the service: %v", err)
+	}
+	return edge
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // signedRequest builds a request of id to base+agentPrefix+path, signed with the project's signer. A
 // POST carries body as JSON and idemKey as its Idempotency-Key; a GET carries neither.

@@ -3,10 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"mime/multipart"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -15,61 +12,25 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/svcforum/svc/database"
+	"github.com/svcforum/svc/sdk"
 	"github.com/svcforum/svc/testkit"
 )
-
-const mediaBilling = `"billing":{"pricing_version":"2026-11","max_credit_cost":20}`
 
 // mediaTimeout bounds TestScenarioMediaOnS3AcrossReplicas. After its worker is killed, a job is rescued
 // only by the leader's rescuer, which runs every 30 s (River's default) and takes a job once it has run
 // longer than SVC_JOBS_RESCUE_AFTER (25 s); when the killed replica was the leader, the survivor takes
 // over only after the leadership's 15 s lease ends. The rescue and the job's second run alone may take
 // over a minute (measured: 30 to 52 s from the kill to ready, with two busy cores): the 3 minutes given
-// to awaitUpload allow it, testTimeout after provisioning and the first story does not always.
+// to that upload's processing allow it, testTimeout after provisioning and the first story does not
+// always.
 const mediaTimeout = 4 * time.Minute
 
-// uploadRequest is a signed multipart upload of file by id to base.
-func uploadRequest(t *testing.T, ctx context.Context, id agentIdentity, base, key string, file []byte) *http.Request {
-	t.Helper()
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	fw, err := mw.CreateFormFile("file", "IMG_0001.JPG")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = fw.Write(file)
-	_ = mw.WriteField("pricing_version", "2026-11")
-	_ = mw.WriteField("max_credit_cost", "10")
-	_ = mw.Close()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+agentPrefix+"/media/uploads", bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("Idempotency-Key", key)
-	if err := id.Signer.Sign(req); err != nil {
-		t.Fatal(err)
-	}
-	return req
-}
-
-// awaitUpload polls an upload's status on base until it is no longer processing.
-func awaitUpload(t *testing.T, ctx context.Context, id agentIdentity, base, assetID string, within time.Duration) map[string]any {
-	t.Helper()
-	var st map[string]any
-	poll(t, ctx, time.Now(), within, 250*time.Millisecond, "upload "+assetID+" processed", func() (bool, string) {
-		st = jsonBody(t, "upload status", signedSend(t, ctx, id, http.MethodGet, base, "/media/uploads/"+assetID, "", ""), 200)
-		return st["status"] != "processing", fmt.Sprint(st["status"])
-	})
-	return st
-}
-
-// The media story against the built image, two replicas, PostgreSQL and a real S3 server: an agent
-// uploads a phone's JPEG with GPS data, sees it ready, makes it the cover of a thread and attaches it
-// to a reply, then empties the reply's set; the page and both replicas serve the image without any
-// metadata. Then a 40-megapixel upload is processing when the replica working it is killed (SIGKILL);
-// the other replica rescues the job and the upload ends ready, its variants in the bucket and its
-// original gone. Every step is charged once.
+// The media story against the built image, two replicas, PostgreSQL and a real S3 server: an agent,
+// through the Go SDK, uploads a phone's JPEG with GPS data, sees it ready, makes it the cover of a
+// thread and attaches it to a reply, then empties the reply's set; the page and both replicas serve
+// the image without any metadata. Then a 40-megapixel upload is processing when the replica working it
+// is killed (SIGKILL); the other replica rescues the job and the upload ends ready, its variants in the
+// bucket and its original gone. Every step is charged once.
 func TestScenarioMediaOnS3AcrossReplicas(t *testing.T) {
 	t.Parallel()
 	ctx := beginWithin(t, mediaTimeout)
@@ -92,51 +53,64 @@ func TestScenarioMediaOnS3AcrossReplicas(t *testing.T) {
 
 	a := startService(t, ctx, nw, env)
 	b := startService(t, ctx, nw, env)
-	edge := map[*service]string{}
-	for _, s := range []*service{a, b} {
-		e, err := s.PortEndpoint(ctx, agentEdgePort, "http")
-		if err != nil {
-			t.Fatal(err)
+	bakerOn := map[*service]*sdk.Client{a: sdkClient(t, ctx, a, baker), b: sdkClient(t, ctx, b, baker)}
+	billing := sdk.BillingDeclaration{PricingVersion: "2026-11", MaxCreditCost: 20}
+	upload := func(s *service, key string, image []byte) *sdk.MediaUploadAccepted {
+		t.Helper()
+		var info sdk.ResponseInfo
+		up, err := bakerOn[s].UploadMedia(ctx, sdk.MediaUploadRequest{Image: image, PricingVersion: "2026-11", MaxCreditCost: 10},
+			sdk.WithIdempotencyKey(key), sdk.WithResponseInfo(&info))
+		if err != nil || info.Status != http.StatusAccepted {
+			t.Fatalf("upload %s: %d %v", key, info.Status, err)
 		}
-		edge[s] = e
+		return up
+	}
+	// processed polls an upload's status on s until it is no longer processing.
+	processed := func(s *service, assetID string, within time.Duration) *sdk.MediaUploadStatus {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, within)
+		defer cancel()
+		st, err := bakerOn[s].AwaitMediaUpload(wctx, assetID, 250*time.Millisecond)
+		if err != nil {
+			t.Fatalf("upload %s processed within %s: %v", assetID, within, err)
+		}
+		return st
 	}
 
 	// Upload on A, poll and attach on B: the replicas share the database and the bucket.
-	up := jsonBody(t, "upload", sendRequest(t, uploadRequest(t, ctx, baker, edge[a], "u-1", testkit.ExifJPEG(t, 1200, 800, 6))), 202)
-	assetID, _ := up["asset_id"].(string)
-	if ch, _ := up["charge"].(map[string]any); ch["price"] != 3.0 || ch["balance"] != 97.0 {
-		t.Fatalf("upload charge %v", up["charge"])
+	up := upload(a, "u-1", testkit.ExifJPEG(t, 1200, 800, 6))
+	assetID := up.AssetID
+	if up.Charge.Price != 3 || up.Charge.Balance != 97 {
+		t.Fatalf("upload charge %+v", up.Charge)
 	}
-	if st := awaitUpload(t, ctx, baker, edge[b], assetID, time.Minute); st["status"] != "ready" || st["width"] != 800.0 {
-		t.Fatalf("upload: %v", st)
+	if st := processed(b, assetID, time.Minute); st.Status != sdk.UploadReady || st.Width == nil || *st.Width != 800 {
+		t.Fatalf("upload: %+v", st)
 	}
-	thread := jsonBody(t, "thread", signedSend(t, ctx, baker, http.MethodPost, edge[b], "/threads", "t-1", fmt.Sprintf(
-		`{"category_id":%q,"title":"Crumb shot","body_markdown":"Look at the crumb.","attachments":[{"asset_id":%q,"alt_text":"A loaf cut open","is_cover":true}],%s}`,
-		catID, assetID, mediaBilling)), 200)
-	threadID, _ := thread["thread_id"].(string)
-	reply := jsonBody(t, "reply", signedSend(t, ctx, baker, http.MethodPost, edge[a], "/replies", "r-1", fmt.Sprintf(
-		`{"thread_id":%q,"body_markdown":"Same loaf.","attachments":[{"asset_id":%q,"alt_text":"The loaf again"}],%s}`, threadID, assetID, mediaBilling)), 200)
-	replyID, _ := reply["reply_id"].(string)
-	put := jsonBody(t, "detach", signedSend(t, ctx, baker, http.MethodPut, edge[b], "/replies/"+replyID+"/attachments", "p-1",
-		`{"attachments":[],`+mediaBilling+`}`), 200)
-	if ch, _ := put["charge"].(map[string]any); ch["balance"] != 78.0 {
-		t.Fatalf("after upload 3, thread 11, reply 6 and PUT 2 the balance is %v, want 78", ch["balance"])
+	thread, err := bakerOn[b].CreateThread(ctx, sdk.CreateThreadRequest{CategoryID: catID, Title: "Crumb shot", BodyMarkdown: "Look at the crumb.",
+		Attachments: []sdk.ThreadAttachmentInput{{AssetID: assetID, AltText: "A loaf cut open", IsCover: true}}, Billing: billing}, sdk.WithIdempotencyKey("t-1"))
+	if err != nil {
+		t.Fatalf("thread: %v", err)
+	}
+	threadID := thread.ThreadID
+	reply, err := bakerOn[a].CreateReply(ctx, sdk.CreateReplyRequest{ThreadID: threadID, BodyMarkdown: "Same loaf.",
+		Attachments: []sdk.ReplyAttachmentInput{{AssetID: assetID, AltText: "The loaf again"}}, Billing: billing}, sdk.WithIdempotencyKey("r-1"))
+	if err != nil {
+		t.Fatalf("reply: %v", err)
+	}
+	put, err := bakerOn[b].ManageReplyAttachments(ctx, reply.ReplyID, sdk.ManageReplyAttachmentsRequest{Billing: billing}, sdk.WithIdempotencyKey("p-1"))
+	if err != nil || put.Charge.Balance != 78 {
+		t.Fatalf("detach: %+v %v; after upload 3, thread 11, reply 6 and PUT 2 the balance must be 78", put, err)
 	}
 	for name, s := range map[string]*service{"A": a, "B": b} {
-		got := jsonBody(t, "thread on "+name, mustFetch(t, ctx, s.URL+"/api/v1/threads/"+threadID), 200)
-		images, _ := got["attachments"].([]any)
-		if len(images) != 1 {
-			t.Fatalf("thread on %s: %v", name, got["attachments"])
+		got, err := bakerOn[s].Thread(ctx, threadID)
+		if err != nil || len(got.Attachments) != 1 || got.Attachments[0].Display.URL != baseURL+"/media/"+assetID+"/display" {
+			t.Fatalf("thread on %s: %+v %v", name, got, err)
 		}
-		display, _ := images[0].(map[string]any)["display"].(map[string]any)
-		u, err := url.Parse(fmt.Sprint(display["url"]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		img := mustFetch(t, ctx, s.URL+u.Path)
-		if img.Status != 200 || img.Header.Get("Content-Type") != "image/jpeg" || img.Header.Get("X-Content-Type-Options") != "nosniff" ||
-			bytes.Contains(img.Body, []byte("Exif")) || bytes.Contains(img.Body, []byte{0xFF, 0xE1}) {
-			t.Fatalf("image on %s: %d %v, Exif left: %v", name, img.Status, img.Header, bytes.Contains(img.Body, []byte("Exif")))
+		var info sdk.ResponseInfo
+		img, contentType, err := bakerOn[s].MediaVariant(ctx, assetID, sdk.VariantDisplay, sdk.WithResponseInfo(&info))
+		if err != nil || contentType != "image/jpeg" || info.Header.Get("X-Content-Type-Options") != "nosniff" ||
+			bytes.Contains(img, []byte("Exif")) || bytes.Contains(img, []byte{0xFF, 0xE1}) {
+			t.Fatalf("image on %s: %v %s %v, Exif left: %v", name, err, contentType, info.Header, bytes.Contains(img, []byte("Exif")))
 		}
 		page := mustFetch(t, ctx, s.URL+"/forum/t/"+threadID)
 		if page.Status != 200 || !strings.Contains(string(page.Body), `src="/media/`+assetID+`/display"`) {
@@ -145,8 +119,7 @@ func TestScenarioMediaOnS3AcrossReplicas(t *testing.T) {
 	}
 
 	// A long job, and the replica working it killed in the middle of it.
-	big := jsonBody(t, "big upload", sendRequest(t, uploadRequest(t, ctx, baker, edge[a], "u-2", testkit.LargeJPEG(t, 8000, 5000))), 202)
-	bigID, _ := big["asset_id"].(string)
+	bigID := upload(a, "u-2", testkit.LargeJPEG(t, 8000, 5000)).AssetID
 	host, err := pg.ConnectionString(ctx, "sslmode=disable")
 	if err != nil {
 		t.Fatal(err)
@@ -177,8 +150,8 @@ func TestScenarioMediaOnS3AcrossReplicas(t *testing.T) {
 	if _, err := docker(t).ContainerKill(ctx, victim.GetContainerID(), client.ContainerKillOptions{Signal: "SIGKILL"}); err != nil {
 		t.Fatalf("kill the working replica: %v", err)
 	}
-	if st := awaitUpload(t, ctx, baker, edge[survivor], bigID, 3*time.Minute); st["status"] != "ready" || st["width"] != 8000.0 {
-		t.Fatalf("after the kill: %v", st)
+	if st := processed(survivor, bigID, 3*time.Minute); st.Status != sdk.UploadReady || st.Width == nil || *st.Width != 8000 {
+		t.Fatalf("after the kill: %+v", st)
 	}
 	var objects []string
 	for o := range s3.client(t).ListObjects(ctx, s3.Bucket, minio.ListObjectsOptions{Recursive: true}) {
@@ -191,9 +164,8 @@ func TestScenarioMediaOnS3AcrossReplicas(t *testing.T) {
 	if strings.Join(objects, " ") != strings.Join(sortedCopy(want), " ") {
 		t.Fatalf("bucket holds %v, want %v (the variants alone, no original)", objects, want)
 	}
-	wallet := jsonBody(t, "wallet", signedSend(t, ctx, baker, http.MethodGet, edge[survivor], "/wallet", "", ""), 200)
-	if wallet["balance"] != 75.0 {
-		t.Fatalf("balance %v, want 78 - 3 for the second upload", wallet["balance"])
+	if wallet, err := bakerOn[survivor].Wallet(ctx); err != nil || wallet.Balance != 75 {
+		t.Fatalf("wallet %+v %v, want 78 - 3 for the second upload", wallet, err)
 	}
 }
 

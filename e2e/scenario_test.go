@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"testing"
+
+	"github.com/svcforum/svc/sdk"
 )
 
 // scenarioRecipe is a recipe attached to the scenario's thread.
@@ -16,18 +18,20 @@ const scenarioRecipe = `{"description":"Red lentils simmered with cumin.","diffi
 "steps":[{"position":1,"instruction":"Rinse the lentils, then simmer 25 minutes."}],
 "sources":[{"position":1,"label":"Where it comes from","url":"https://www.example.com/dal"}]}`
 
-// scenarioBilling is the billing declaration of every scenario write: the WIRE pricing, at most 10 credits.
+// scenarioBilling is the billing declaration of the scenario's reply, sent with the raw signer: the WIRE
+// pricing, at most 10 credits.
 const scenarioBilling = `"billing":{"pricing_version":"2026-11","max_credit_cost":10}`
 
 // TestScenarioForumAcrossReplicas: the operator provisions an organisation, an agent and its key,
 // credits the wallet, publishes the WIRE pricing and opens a category, each with `svc admin` in a
 // container of the service image; two replicas of the service share one PostgreSQL database. The
-// agent, through the project's Go signer, passes conformance, creates a thread with a recipe, replies,
-// votes, clears its vote and tombstones its reply; the public read plane and search show them, and a
-// second agent's catch-up shows the thread. Usage and the wallet reflect exactly the five charges
-// (10 + 5 + 1 + 0 + 1). A request's bytes replayed on the other replica are refused with 409
-// nonce_replayed, and the reply retried there with its Idempotency-Key (newly signed) is replayed
-// without a second charge. The wallet audit is clean at the end.
+// agent, through the Go SDK, passes conformance, creates a thread with a recipe, replies (through the
+// project's signer, so that the request's bytes can be replayed), votes, clears its vote and
+// tombstones its reply; the public read plane and search show them, and a second agent's catch-up
+// shows the thread. Usage and the wallet reflect exactly the five charges (10 + 5 + 1 + 0 + 1). The
+// reply's bytes replayed on the other replica are refused with 409 nonce_replayed, and the reply
+// retried there with its Idempotency-Key (newly signed) is replayed without a second charge. The
+// wallet audit is clean at the end.
 func TestScenarioForumAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	ctx := begin(t)
@@ -54,154 +58,144 @@ func TestScenarioForumAcrossReplicas(t *testing.T) {
 		t.Fatal("category create: no category_id")
 	}
 
-	// Two replicas on the one database.
+	// Two replicas on the one database; the agents use the Go SDK.
 	a := startService(t, ctx, nw, env)
 	b := startService(t, ctx, nw, env)
-	edgeA, err := a.PortEndpoint(ctx, agentEdgePort, "http")
-	if err != nil {
-		t.Fatal(err)
-	}
-	edgeB, err := b.PortEndpoint(ctx, agentEdgePort, "http")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cookA, cookB, readerB := sdkClient(t, ctx, a, cook), sdkClient(t, ctx, b, cook), sdkClient(t, ctx, b, reader)
 
 	// Conformance.
-	conf := jsonBody(t, "conformance", signedSend(t, ctx, cook, http.MethodPost, edgeA, "/conformance", "conf-1", `{"echo":"scenario"}`), 200)
-	if conf["agent_id"] != cook.AgentID || conf["key_id"] != cook.KeyID || conf["org_id"] != org || conf["handle"] != "cook" || conf["echo"] != "scenario" {
-		t.Fatalf("conformance: %v", conf)
+	conf, err := cookA.Conformance(ctx, sdk.ConformanceRequest{Echo: "scenario"})
+	if err != nil || conf.AgentID != cook.AgentID || conf.KeyID != cook.KeyID || conf.OrgID != org || conf.Handle != "cook" || conf.Echo != "scenario" {
+		t.Fatalf("conformance: %+v %v", conf, err)
 	}
 
 	// The writes, each charged at its WIRE price, the balance going down from 100 to 83.
 	type charged struct {
-		key, operation string
-		price, balance float64
-		eventID        string
+		key       string
+		operation sdk.Operation
+		price     int64
+		eventID   string
 	}
 	var charges []charged
-	checkCharge := func(what string, body map[string]any, key, operation string, price, balance float64) {
+	checkCharge := func(what string, ch sdk.Charge, key string, operation sdk.Operation, price, balance int64) {
 		t.Helper()
-		ch, _ := body["charge"].(map[string]any)
-		id, _ := ch["usage_event_id"].(string)
-		if ch["price"] != price || ch["balance"] != balance || ch["pricing_version"] != "2026-11" || id == "" {
-			t.Fatalf("%s: charge %v, want price %v and balance %v at 2026-11", what, ch, price, balance)
+		if ch.Price != price || ch.Balance != balance || ch.PricingVersion != "2026-11" || ch.UsageEventID == "" {
+			t.Fatalf("%s: charge %+v, want price %d and balance %d at 2026-11", what, ch, price, balance)
 		}
-		charges = append(charges, charged{key, operation, price, balance, id})
+		charges = append(charges, charged{key, operation, price, ch.UsageEventID})
 	}
+	billing := sdk.BillingDeclaration{PricingVersion: "2026-11", MaxCreditCost: 10}
 
-	threadBody := fmt.Sprintf(`{"category_id":%q,"title":"Weeknight dal","body_markdown":"Red lentils, cumin, garlic.","recipe":%s,%s}`, catID, scenarioRecipe, scenarioBilling)
-	thread := jsonBody(t, "create thread", signedSend(t, ctx, cook, http.MethodPost, edgeA, "/threads", "thread-1", threadBody), 200)
-	threadID, _ := thread["thread_id"].(string)
-	checkCharge("create thread", thread, "thread-1", "create_thread", 10, 90)
+	var recipe sdk.Recipe
+	if err := json.Unmarshal([]byte(scenarioRecipe), &recipe); err != nil {
+		t.Fatal(err)
+	}
+	thread, err := cookA.CreateThread(ctx, sdk.CreateThreadRequest{CategoryID: catID, Title: "Weeknight dal", BodyMarkdown: "Red lentils, cumin, garlic.",
+		Recipe: &recipe, Billing: billing}, sdk.WithIdempotencyKey("thread-1"))
+	if err != nil {
+		t.Fatalf("create thread: %v", err)
+	}
+	checkCharge("create thread", thread.Charge, "thread-1", sdk.OpCreateThread, 10, 90)
+	threadID := thread.ThreadID
 
+	// The reply is sent with the raw signer: its exact bytes are replayed below.
 	replyBody := fmt.Sprintf(`{"thread_id":%q,"body_markdown":"Add lemon at the end.",%s}`, threadID, scenarioBilling)
-	replyReq := signedRequest(t, ctx, cook, http.MethodPost, edgeA, "/replies", "reply-1", replyBody)
+	replyReq := signedRequest(t, ctx, cook, http.MethodPost, edgeOf(t, ctx, a), "/replies", "reply-1", replyBody)
 	replied := sendRequest(t, replyReq)
-	reply := jsonBody(t, "reply", replied, 200)
-	replyID, _ := reply["reply_id"].(string)
-	if replyID == "" || reply["thread_id"] != threadID || replied.Header.Get("Idempotent-Replayed") != "" {
+	var reply sdk.CreatedReplyResponse
+	if replied.Status != 200 || json.Unmarshal(replied.Body, &reply) != nil || reply.ReplyID == "" || reply.ThreadID != threadID || replied.Header.Get("Idempotent-Replayed") != "" {
 		t.Fatalf("reply: %s", replied)
 	}
-	checkCharge("reply", reply, "reply-1", "create_reply", 5, 85)
+	checkCharge("reply", reply.Charge, "reply-1", sdk.OpCreateReply, 5, 85)
+	replyID := reply.ReplyID
 
-	vote := jsonBody(t, "vote", signedSend(t, ctx, cook, http.MethodPost, edgeA, "/votes", "vote-1", fmt.Sprintf(`{"thread_id":%q,"value":"up",%s}`, threadID, scenarioBilling)), 200)
-	if vote["score"] != 1.0 || vote["value"] != "up" {
-		t.Fatalf("vote: %v", vote)
+	vote, err := cookA.CastVote(ctx, sdk.CastVoteRequest{ThreadID: &threadID, Value: sdk.VoteUp, Billing: billing}, sdk.WithIdempotencyKey("vote-1"))
+	if err != nil || vote.Score != 1 || vote.Value == nil || *vote.Value != sdk.VoteUp {
+		t.Fatalf("vote: %+v %v", vote, err)
 	}
-	checkCharge("vote", vote, "vote-1", "vote", 1, 84)
-
-	cleared := jsonBody(t, "clear vote", signedSend(t, ctx, cook, http.MethodPost, edgeA, "/votes/clear", "clear-1", fmt.Sprintf(`{"thread_id":%q,%s}`, threadID, scenarioBilling)), 200)
-	if cleared["score"] != 0.0 || cleared["value"] != nil {
-		t.Fatalf("clear vote: %v", cleared)
+	checkCharge("vote", vote.Charge, "vote-1", sdk.OpVote, 1, 84)
+	cleared, err := cookA.ClearVote(ctx, sdk.ClearVoteRequest{ThreadID: &threadID, Billing: billing}, sdk.WithIdempotencyKey("clear-1"))
+	if err != nil || cleared.Score != 0 || cleared.Value != nil {
+		t.Fatalf("clear vote: %+v %v", cleared, err)
 	}
-	checkCharge("clear vote", cleared, "clear-1", "clear_vote", 0, 84)
-
-	tomb := jsonBody(t, "tombstone", signedSend(t, ctx, cook, http.MethodPost, edgeA, "/content/tombstone", "tombstone-1", fmt.Sprintf(`{"reply_id":%q,%s}`, replyID, scenarioBilling)), 200)
-	if tomb["target_kind"] != "reply" || tomb["target_id"] != replyID || tomb["tombstoned_at"] == nil {
-		t.Fatalf("tombstone: %v", tomb)
+	checkCharge("clear vote", cleared.Charge, "clear-1", sdk.OpClearVote, 0, 84)
+	tomb, err := cookA.Tombstone(ctx, sdk.TombstoneRequest{ReplyID: &replyID, Billing: billing}, sdk.WithIdempotencyKey("tombstone-1"))
+	if err != nil || tomb.TargetKind != sdk.KindReply || tomb.TargetID != replyID || tomb.TombstonedAt.IsZero() {
+		t.Fatalf("tombstone: %+v %v", tomb, err)
 	}
-	checkCharge("tombstone", tomb, "tombstone-1", "tombstone", 1, 83)
+	checkCharge("tombstone", tomb.Charge, "tombstone-1", sdk.OpTombstone, 1, 83)
 
 	// The public read plane, on both replicas.
-	for name, svc := range map[string]*service{"A": a, "B": b} {
-		got := jsonBody(t, "thread on replica "+name, mustFetch(t, ctx, svc.URL+"/api/v1/threads/"+threadID), 200)
-		votes, _ := got["votes"].(map[string]any)
-		recipe, _ := got["recipe"].(map[string]any)
-		if got["id"] != threadID || got["trust"] != "untrusted" || got["title"] != "Weeknight dal" || got["category_slug"] != "cooking" ||
-			got["reply_count"] != 1.0 || got["tombstoned"] != false || votes["score"] != 0.0 || recipe == nil {
-			t.Errorf("thread on replica %s: %v", name, got)
+	for name, c := range map[string]*sdk.Client{"A": cookA, "B": cookB} {
+		got, err := c.Thread(ctx, threadID)
+		if err != nil {
+			t.Fatalf("thread on replica %s: %v", name, err)
 		}
-		if author, _ := got["author"].(map[string]any); author["agent_id"] != cook.AgentID || author["handle"] != "cook" {
-			t.Errorf("thread on replica %s: author %v", name, got["author"])
+		if got.ID != threadID || got.Trust != sdk.Untrusted || got.Title == nil || *got.Title != "Weeknight dal" || got.CategorySlug != "cooking" ||
+			got.ReplyCount != 1 || got.Tombstoned || got.Votes.Score != 0 || got.Recipe == nil {
+			t.Errorf("thread on replica %s: %+v", name, got)
+		}
+		if got.Author.AgentID != cook.AgentID || got.Author.Handle != "cook" {
+			t.Errorf("thread on replica %s: author %+v", name, got.Author)
 		}
 	}
-	replies := jsonBody(t, "replies", mustFetch(t, ctx, a.URL+"/api/v1/threads/"+threadID+"/replies"), 200)
-	if rs, _ := replies["replies"].([]any); len(rs) != 1 {
-		t.Errorf("replies: %v, want the one reply", replies)
-	} else if r, _ := rs[0].(map[string]any); r["id"] != replyID || r["tombstoned"] != true || r["body_markdown"] != nil || r["tombstoned_at"] == nil {
-		t.Errorf("replies: %v, want the reply tombstoned, without its body", rs[0])
+	replies, err := cookA.ThreadReplies(ctx, threadID, sdk.PageParams{})
+	if err != nil || len(replies.Replies) != 1 {
+		t.Errorf("replies: %+v %v, want the one reply", replies, err)
+	} else if r := replies.Replies[0]; r.ID != replyID || !r.Tombstoned || r.BodyMarkdown != nil || r.TombstonedAt == nil {
+		t.Errorf("replies: %+v, want the reply tombstoned, without its body", r)
 	}
-	list := jsonBody(t, "category threads", mustFetch(t, ctx, a.URL+"/api/v1/categories/cooking/threads?sort=newest"), 200)
-	if ts, _ := list["threads"].([]any); len(ts) != 1 || ts[0].(map[string]any)["id"] != threadID {
-		t.Errorf("category threads: %v, want the thread", list)
+	list, err := cookA.CategoryThreads(ctx, "cooking", sdk.ThreadListParams{Sort: sdk.SortNewest})
+	if err != nil || len(list.Threads) != 1 || list.Threads[0].ID != threadID {
+		t.Errorf("category threads: %+v %v, want the thread", list, err)
 	}
-	found := jsonBody(t, "search", mustFetch(t, ctx, a.URL+"/api/v1/search?"+url.Values{"q": {"lentils"}}.Encode()), 200)
-	hits, _ := found["results"].([]any)
-	if !slices.ContainsFunc(hits, func(h any) bool {
-		m, _ := h.(map[string]any)
-		return m["kind"] == "thread" && m["thread_id"] == threadID
-	}) {
-		t.Errorf("search lentils: %v, want the thread", found)
+	found, err := cookA.Search(ctx, sdk.SearchParams{Query: "lentils"})
+	if err != nil || !slices.ContainsFunc(found.Results, func(h sdk.SearchHit) bool { return h.Kind == sdk.KindThread && h.ThreadID == threadID }) {
+		t.Errorf("search lentils: %+v %v, want the thread", found, err)
 	}
 	// The tombstoned reply is no longer found.
-	found = jsonBody(t, "search", mustFetch(t, ctx, a.URL+"/api/v1/search?"+url.Values{"q": {"lemon"}}.Encode()), 200)
-	if hits, _ := found["results"].([]any); len(hits) != 0 {
-		t.Errorf("search lemon: %v, want nothing (the only reply saying it is tombstoned)", found)
+	if found, err := cookA.Search(ctx, sdk.SearchParams{Query: "lemon"}); err != nil || len(found.Results) != 0 {
+		t.Errorf("search lemon: %+v %v, want nothing (the only reply saying it is tombstoned)", found, err)
 	}
 
 	// Catch-up, as another agent of the organisation, on replica B.
-	caught := jsonBody(t, "catch-up", signedSend(t, ctx, reader, http.MethodPost, edgeB, "/activity/catch-up", "catch-up-1", `{"limit":100}`), 200)
-	activity, _ := caught["activity"].([]any)
-	if !slices.ContainsFunc(activity, func(it any) bool {
-		m, _ := it.(map[string]any)
-		return m["kind"] == "thread" && m["thread_id"] == threadID && m["title"] == "Weeknight dal"
-	}) || caught["next_cursor"] != nil {
-		t.Errorf("catch-up of %s: %v, want the thread in its activity and no next page", reader.Handle, caught)
+	caught, err := readerB.CatchUp(ctx, sdk.CatchUpRequest{Limit: 100})
+	if err != nil || !slices.ContainsFunc(caught.Activity, func(it sdk.ActivityItem) bool {
+		return it.Kind == sdk.KindThread && it.ThreadID == threadID && it.Title != nil && *it.Title == "Weeknight dal"
+	}) || caught.NextCursor != nil {
+		t.Errorf("catch-up of %s: %+v %v, want the thread in its activity and no next page", reader.Handle, caught, err)
 	}
 
 	// Usage and the wallet: exactly the five charges, 17 credits.
-	checkAccount := func(when, base string) {
+	checkAccount := func(when string, c *sdk.Client) {
 		t.Helper()
-		usage := jsonBody(t, "usage "+when, signedSend(t, ctx, cook, http.MethodGet, base, "/usage?limit=100", "", ""), 200)
-		events, _ := usage["events"].([]any)
-		if len(events) != len(charges) || usage["next_cursor"] != nil {
-			t.Fatalf("usage %s: %d events, want %d: %v", when, len(events), len(charges), usage)
+		usage, err := c.Usage(ctx, sdk.PageParams{Limit: 100})
+		if err != nil || len(usage.Events) != len(charges) || usage.NextCursor != nil {
+			t.Fatalf("usage %s: want %d events: %+v %v", when, len(charges), usage, err)
 		}
-		var total float64
-		for _, e := range events {
-			ev, _ := e.(map[string]any)
-			i := slices.IndexFunc(charges, func(c charged) bool { return c.eventID == ev["id"] })
+		var total int64
+		for _, ev := range usage.Events {
+			i := slices.IndexFunc(charges, func(c charged) bool { return c.eventID == ev.ID })
 			if i < 0 {
-				t.Fatalf("usage %s: event %v is none of the charges", when, ev)
+				t.Fatalf("usage %s: event %+v is none of the charges", when, ev)
 			}
 			c := charges[i]
-			if ev["operation"] != c.operation || ev["price"] != c.price || ev["idempotency_key"] != c.key ||
-				ev["agent_id"] != cook.AgentID || ev["pricing_version"] != "2026-11" {
-				t.Errorf("usage %s: event %v, want %s at %v for %s", when, ev, c.operation, c.price, c.key)
+			if ev.Operation != c.operation || ev.Price != c.price || ev.IdempotencyKey != c.key || ev.AgentID != cook.AgentID || ev.PricingVersion != "2026-11" {
+				t.Errorf("usage %s: event %+v, want %s at %d for %s", when, ev, c.operation, c.price, c.key)
 			}
 			total += c.price
 		}
 		if total != 17 {
-			t.Errorf("usage %s: %v credits charged, want 17", when, total)
+			t.Errorf("usage %s: %d credits charged, want 17", when, total)
 		}
-		wallet := jsonBody(t, "wallet "+when, signedSend(t, ctx, cook, http.MethodGet, base, "/wallet", "", ""), 200)
-		if wallet["org_id"] != org || wallet["balance"] != 83.0 {
-			t.Errorf("wallet %s: %v, want 100 - 17 = 83", when, wallet)
+		if wallet, err := c.Wallet(ctx); err != nil || wallet.OrgID != org || wallet.Balance != 83 {
+			t.Errorf("wallet %s: %+v %v, want 100 - 17 = 83", when, wallet, err)
 		}
 	}
-	checkAccount("after the writes", edgeA)
+	checkAccount("after the writes", cookA)
 
 	// The reply's exact bytes on replica B: its nonce is spent on every replica.
+	edgeB := edgeOf(t, ctx, b)
 	wantProblem(t, "the reply's bytes replayed on replica B", sendRequest(t, replayTo(t, ctx, replyReq, replyBody, edgeB)), 409, "nonce_replayed")
 
 	// The reply retried on replica B with its Idempotency-Key, newly signed: the stored answer, once.
@@ -210,9 +204,9 @@ func TestScenarioForumAcrossReplicas(t *testing.T) {
 		t.Fatalf("the reply retried on replica B: %s (Idempotent-Replayed %q), want 200 replaying %s",
 			retried, retried.Header.Get("Idempotent-Replayed"), replied.Body)
 	}
-	checkAccount("after the retry on replica B", edgeB)
-	if got := jsonBody(t, "thread after the retry", mustFetch(t, ctx, b.URL+"/api/v1/threads/"+threadID), 200); got["reply_count"] != 1.0 {
-		t.Errorf("thread after the retry: reply_count %v, want 1", got["reply_count"])
+	checkAccount("after the retry on replica B", cookB)
+	if got, err := cookB.Thread(ctx, threadID); err != nil || got.ReplyCount != 1 {
+		t.Errorf("thread after the retry: %+v %v, want reply_count 1", got, err)
 	}
 
 	// The operator's audit.

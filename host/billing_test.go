@@ -319,7 +319,7 @@ func agentIn(t *testing.T, env map[string]string, org, handle string) identity {
 	key := ed25519.NewKeyFromSeed(seed[:])
 	agent := admin(t, env, "agent", "create", "--org", org, "--handle", handle)["agent_id"].(string)
 	keyID := admin(t, env, "key", "add", "--agent", agent, "--public-key", base64.StdEncoding.EncodeToString(key.Public().(ed25519.PublicKey)))["key_id"].(string)
-	return identity{orgID: org, agentID: agent, keyID: keyID, signer: signer.New(agent, keyID, key)}
+	return identity{orgID: org, agentID: agent, keyID: keyID, key: key, signer: signer.New(agent, keyID, key)}
 }
 
 // The operator publishes and lists pricing versions and credits, debits and audits wallets with svc

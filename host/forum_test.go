@@ -1,15 +1,20 @@
 package host
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/database/dbtest"
+	"github.com/svcforum/svc/sdk"
 )
 
 // forumPost signs and sends a POST of body to path (under plugin.AgentPrefix) as id.
@@ -358,48 +363,58 @@ func TestForumConcurrentWritesDoNotDeadlock(t *testing.T) {
 		agents[i] = agentIn(t, env, owner.orgID, fmt.Sprintf("crowd-%d", i))
 	}
 	r := start(t, cfg, allModules(t))
-	agent := "http://" + r.listeners.Addr(ListenerAgentEdge)
-	threadID := decodeBody(t, forumPost(t, owner, agent, "/threads", "crowd", fmt.Sprintf(`{"category_id":%q,"title":"Crowd","body_markdown":"Everyone at once.",%s}`, catID, billing10)), 200, "")["thread_id"].(string)
-
-	type result struct {
-		status int
-		body   string
+	ctx := t.Context()
+	billing := sdk.BillingDeclaration{PricingVersion: "2026-11", MaxCreditCost: 10}
+	thread, err := sdkAgent(t, cfg, r, owner).CreateThread(ctx, sdk.CreateThreadRequest{CategoryID: catID, Title: "Crowd", BodyMarkdown: "Everyone at once.", Billing: billing})
+	if err != nil {
+		t.Fatal(err)
 	}
-	results := make(chan result, len(agents)*3)
+
+	failed := make(chan error, len(agents)*3)
 	var wg sync.WaitGroup
 	for i, a := range agents {
+		c := sdkAgent(t, cfg, r, a)
 		wg.Go(func() {
-			for j, w := range []struct{ path, body string }{
-				{"/replies", fmt.Sprintf(`{"thread_id":%q,"body_markdown":"Reply %d.",%s}`, threadID, i, billing10)},
-				{"/votes", fmt.Sprintf(`{"thread_id":%q,"value":"up",%s}`, threadID, billing10)},
-				{"/votes/clear", fmt.Sprintf(`{"thread_id":%q,%s}`, threadID, billing10)},
-			} {
-				req, err := http.NewRequest(http.MethodPost, agent+plugin.AgentPrefix+w.path, strings.NewReader(w.body))
-				if err != nil {
-					results <- result{0, err.Error()}
-					continue
-				}
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Idempotency-Key", fmt.Sprintf("crowd-%d-%d", i, j))
-				if err := a.signer.Sign(req); err != nil {
-					results <- result{0, err.Error()}
-					continue
-				}
-				res, err := sendErr(req)
-				if err != nil {
-					results <- result{0, err.Error()}
-					continue
-				}
-				results <- result{res.status, string(res.body)}
-			}
+			_, err := c.CreateReply(ctx, sdk.CreateReplyRequest{ThreadID: thread.ThreadID, BodyMarkdown: fmt.Sprintf("Reply %d.", i), Billing: billing})
+			failed <- err
+			_, err = c.CastVote(ctx, sdk.CastVoteRequest{ThreadID: &thread.ThreadID, Value: sdk.VoteUp, Billing: billing})
+			failed <- err
+			_, err = c.ClearVote(ctx, sdk.ClearVoteRequest{ThreadID: &thread.ThreadID, Billing: billing})
+			failed <- err
 		})
 	}
 	wg.Wait()
-	close(results)
-	for res := range results {
-		if res.status != 200 {
-			t.Errorf("a concurrent write answered %d: %s", res.status, res.body)
+	close(failed)
+	for err := range failed {
+		if err != nil {
+			t.Errorf("a concurrent write failed: %v", err)
 		}
 	}
 	auditClean(t, env)
+}
+
+// sdkAgent is a Go SDK client signing as id on the service r runs with cfg: what is addressed to
+// cfg.BaseURL (the discovery document's locations, the public plane) reaches the public listener, and
+// id's agent plane is the agent edge. Each request is sent once: an answer the SDK would retry is a
+// failure for the test to see.
+func sdkAgent(t *testing.T, cfg Config, r running, id identity) *sdk.Client {
+	t.Helper()
+	base, err := url.Parse(cfg.BaseURL) // testConfig's names its port: http://localhost:8080
+	if err != nil || base.Port() == "" {
+		t.Fatalf("base URL %q: %v", cfg.BaseURL, err)
+	}
+	var d net.Dialer
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr == base.Host {
+			addr = r.listeners.Addr(ListenerPublic)
+		}
+		return d.DialContext(ctx, network, addr)
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	c, err := sdk.New(t.Context(), cfg.BaseURL, &sdk.Identity{AgentID: id.agentID, KeyID: id.keyID, PrivateKey: id.key, AgentAPI: r.url(ListenerAgentEdge, plugin.AgentPrefix)},
+		sdk.WithHTTPClient(&http.Client{Transport: tr, Timeout: 30 * time.Second}), sdk.WithRetryPolicy(sdk.RetryPolicy{Attempts: 1}))
+	if err != nil {
+		t.Fatalf("SDK client of %s: %v", id.agentID, err)
+	}
+	return c
 }

@@ -24,6 +24,7 @@ import (
 // identity is an agent provisioned with the operator's commands.
 type identity struct {
 	orgID, agentID, keyID string
+	key                   ed25519.PrivateKey
 	signer                *signer.Signer
 }
 
@@ -52,7 +53,7 @@ func provision(t *testing.T, env map[string]string, handle string) identity {
 	org := admin(t, env, "org", "create", "--name", "Org of "+handle)["org_id"].(string)
 	agent := admin(t, env, "agent", "create", "--org", org, "--handle", handle)["agent_id"].(string)
 	keyID := admin(t, env, "key", "add", "--agent", agent, "--public-key", base64.StdEncoding.EncodeToString(key.Public().(ed25519.PublicKey)))["key_id"].(string)
-	return identity{orgID: org, agentID: agent, keyID: keyID, signer: signer.New(agent, keyID, key)}
+	return identity{orgID: org, agentID: agent, keyID: keyID, key: key, signer: signer.New(agent, keyID, key)}
 }
 
 // conformance signs and sends one conformance request; it returns the request (to replay it) too.
