@@ -40,6 +40,7 @@ type Guard struct {
 	nonces   *Nonces
 	limiter  *Limiter
 	claims   *Claims
+	memory   *Memory // nil: every check reads the database
 }
 
 // NewGuard returns the guard.
@@ -59,7 +60,7 @@ func (g *Guard) Handle(c *gin.Context) {
 
 	// The channel gate.
 	channel := plugin.Channel(c)
-	open, err := g.switches.GateOpen(ctx, channel)
+	open, err := g.gateOpen(ctx, channel)
 	if err != nil {
 		g.unavailable(c, err)
 		return
@@ -93,7 +94,7 @@ func (g *Guard) Handle(c *gin.Context) {
 		g.authFailed(c, err)
 		return
 	}
-	id, found, err := g.registry.lookup(ctx, env.AgentID, env.KeyID)
+	id, found, err := g.lookup(ctx, env.AgentID, env.KeyID)
 	if err != nil {
 		g.unavailable(c, err)
 		return
@@ -127,7 +128,7 @@ func (g *Guard) Handle(c *gin.Context) {
 		return
 	}
 	if route.Write {
-		block, err := g.switches.writeBlock(ctx, id.AgentID, id.OrgID)
+		block, err := g.writeBlock(ctx, id.AgentID, id.OrgID)
 		if err != nil {
 			g.unavailable(c, err)
 			return
@@ -194,6 +195,32 @@ func (g *Guard) Handle(c *gin.Context) {
 	c.Next()
 }
 
+// gateOpen, lookup and writeBlock answer from the memory while it is fresh (Memory.fresh), else from
+// the database. A key the memory does not hold is looked up in the database: it may have been added
+// since the snapshot (an agent enrolled on another replica).
+func (g *Guard) gateOpen(ctx context.Context, channel string) (bool, error) {
+	if s := g.memory.fresh(); s != nil {
+		return !s.switches[gateSwitch(channel)], nil
+	}
+	return g.switches.GateOpen(ctx, channel)
+}
+
+func (g *Guard) lookup(ctx context.Context, agentID, keyID string) (identity, bool, error) {
+	if s := g.memory.fresh(); s != nil {
+		if id, ok := s.keys[keyID]; ok {
+			return id, id.AgentID == agentID, nil
+		}
+	}
+	return g.registry.lookup(ctx, agentID, keyID)
+}
+
+func (g *Guard) writeBlock(ctx context.Context, agentID, orgID string) (*problem.Problem, error) {
+	if s := g.memory.fresh(); s != nil {
+		return blockOf(agentID, orgID, func(name string) bool { return s.switches[name] }), nil
+	}
+	return g.switches.writeBlock(ctx, agentID, orgID)
+}
+
 // futureNonceMemory bounds how far ahead a nonce of a request from the future is remembered.
 const futureNonceMemory = 24 * time.Hour
 
@@ -207,7 +234,7 @@ func (g *Guard) burnFutureNonce(ctx context.Context, env Envelope, now time.Time
 	if !ok || ts <= now.Unix() {
 		return
 	}
-	id, found, err := g.registry.lookup(ctx, env.AgentID, env.KeyID)
+	id, found, err := g.lookup(ctx, env.AgentID, env.KeyID)
 	if err != nil || !found {
 		return
 	}

@@ -2,6 +2,7 @@ package sigv1
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-gormigrate/gormigrate/v2"
@@ -20,7 +21,45 @@ func Migrations() plugin.Migrations {
 		{ID: "sigv1_0002_rate_window_span", Migrate: func(tx *gorm.DB) error {
 			return tx.Exec(`ALTER TABLE sigv1_rate_windows ADD COLUMN span_ms BIGINT NOT NULL DEFAULT 0`).Error
 		}},
+		// The guard's memory (memory.go): one version row that every change to the switches, agents or
+		// keys bumps in its own transaction, by trigger so that no write path can forget it; on
+		// PostgreSQL the trigger also notifies the replicas' listeners (delivered at commit).
+		{ID: "sigv1_0003_state_version", Migrate: migrate0003},
 	}}
+}
+
+func migrate0003(tx *gorm.DB) error {
+	tables := []string{"sigv1_switches", "sigv1_agents", "sigv1_keys"}
+	steps := []string{
+		`CREATE TABLE sigv1_state_version (id INTEGER PRIMARY KEY, version BIGINT NOT NULL)`,
+		`INSERT INTO sigv1_state_version (id, version) VALUES (1, 0)`,
+	}
+	if tx.Dialector.Name() == "postgres" {
+		steps = append(steps, `CREATE FUNCTION sigv1_state_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE v BIGINT;
+BEGIN
+	UPDATE sigv1_state_version SET version = version + 1 WHERE id = 1 RETURNING version INTO v;
+	PERFORM pg_notify('svc_sigv1', v::text);
+	RETURN NULL;
+END $$`)
+		for _, t := range tables {
+			steps = append(steps, `CREATE TRIGGER `+t+`_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON `+t+
+				` FOR EACH STATEMENT EXECUTE PROCEDURE sigv1_state_changed()`)
+		}
+	} else {
+		for _, t := range tables {
+			for _, op := range []string{"INSERT", "UPDATE", "DELETE"} {
+				steps = append(steps, `CREATE TRIGGER `+t+`_on_`+strings.ToLower(op)+` AFTER `+op+` ON `+t+
+					` BEGIN UPDATE sigv1_state_version SET version = version + 1 WHERE id = 1; END`)
+			}
+		}
+	}
+	for _, q := range steps {
+		if err := tx.Exec(q).Error; err != nil {
+			return fmt.Errorf("state version: %w", err)
+		}
+	}
+	return nil
 }
 
 func migrate0001(tx *gorm.DB) error {

@@ -34,6 +34,7 @@ func Module() fx.Option {
 			func(db *gorm.DB, cfg Config) *Claims { return NewClaims(db, cfg.IdempotencyLease) },
 			NewGuard,
 			NewPruner,
+			NewMemory,
 			func() *schema.Set { return schema.Published() },
 			NewEndpoints,
 			fx.Private,
@@ -47,9 +48,11 @@ func Module() fx.Option {
 	)
 }
 
-// guardOf hands the guard to the host and ties its pruner to the application's lifecycle: the pruner
-// runs only where the agent plane is served.
-func guardOf(lc fx.Lifecycle, g *Guard, p *Pruner) *plugin.Guard {
+// guardOf hands the guard to the host and ties its pruner and its memory to the application's
+// lifecycle: both run only where the agent plane is served (not in a one-off `svc admin`).
+func guardOf(lc fx.Lifecycle, g *Guard, p *Pruner, m *Memory) *plugin.Guard {
+	g.memory = m
+	lc.Append(fx.StartStopHook(m.Start, m.Stop))
 	lc.Append(fx.StartStopHook(p.Start, p.Stop))
 	return g.Plugin()
 }

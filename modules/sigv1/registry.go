@@ -107,6 +107,7 @@ func (r *Registry) RevokeKey(ctx context.Context, keyID string) (Key, error) {
 	if err := db.Model(&k).Updates(map[string]any{"state": KeyRevoked, "revoked_at": now}).Error; err != nil {
 		return Key{}, fmt.Errorf("revoke key: %w", err)
 	}
+	changedLocally()
 	k.State, k.RevokedAt = KeyRevoked, &now
 	return k, nil
 }
@@ -125,6 +126,7 @@ func (r *Registry) SetAgentState(ctx context.Context, agentID, state string) (Ag
 	if err := db.Model(&a).Updates(map[string]any{"state": state, "updated_at": now}).Error; err != nil {
 		return Agent{}, fmt.Errorf("set agent state: %w", err)
 	}
+	changedLocally()
 	a.State, a.UpdatedAt = state, now
 	return a, nil
 }

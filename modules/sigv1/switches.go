@@ -13,8 +13,8 @@ import (
 	"github.com/svcforum/svc/contracts/problem"
 )
 
-// Switches are the operator's switches, kept in the database so that every replica sees them at its
-// next request: the channel gates, the global writes pause, and frozen writes (global, per
+// Switches are the operator's switches, kept in the database (and in every replica's Memory, within
+// StaleBound of a change): the channel gates, the global writes pause, and frozen writes (global, per
 // organisation, per agent). A switch is on while its row exists.
 type Switches struct {
 	db    *gorm.DB
@@ -90,30 +90,40 @@ func (s *Switches) SetPaused(ctx context.Context, paused bool) error {
 	return s.set(ctx, pausedSwitch, paused)
 }
 
-// writeBlock returns the problem that stops a write by agentID of orgID right now, or nil: a freeze
-// (the agent's, then its organisation's, then the global one: 403), then the pause (503).
+// writeBlock returns the problem that stops a write by agentID of orgID right now, or nil (see blockOf).
 func (s *Switches) writeBlock(ctx context.Context, agentID, orgID string) (*problem.Problem, error) {
-	names := []string{freezeSwitch(ScopeAgent, agentID), freezeSwitch(ScopeOrg, orgID), freezeSwitch(ScopeAll, ""), pausedSwitch}
 	var on []string
-	if err := s.db.WithContext(ctx).Model(&switchRow{}).Where("name IN ?", names).Pluck("name", &on).Error; err != nil {
+	if err := s.db.WithContext(ctx).Model(&switchRow{}).Where("name IN ?", blockSwitches(agentID, orgID)).Pluck("name", &on).Error; err != nil {
 		return nil, fmt.Errorf("read switches: %w", err)
 	}
-	for i, name := range names {
-		if !slices.Contains(on, name) {
+	return blockOf(agentID, orgID, func(name string) bool { return slices.Contains(on, name) }), nil
+}
+
+// blockSwitches are the switches that can stop a write by agentID of orgID, in blockOf's order.
+func blockSwitches(agentID, orgID string) []string {
+	return []string{freezeSwitch(ScopeAgent, agentID), freezeSwitch(ScopeOrg, orgID), freezeSwitch(ScopeAll, ""), pausedSwitch}
+}
+
+// blockOf returns the problem that stops a write by agentID of orgID when the switches for which on
+// is true are on, or nil: a freeze (the agent's, then its organisation's, then the global one: 403),
+// then the pause (503).
+func blockOf(agentID, orgID string, on func(name string) bool) *problem.Problem {
+	for i, name := range blockSwitches(agentID, orgID) {
+		if !on(name) {
 			continue
 		}
 		switch i {
 		case 0:
-			return problem.New(problem.WritesFrozen, "Writes by this agent are frozen by the operator.").With("scope", ScopeAgent), nil
+			return problem.New(problem.WritesFrozen, "Writes by this agent are frozen by the operator.").With("scope", ScopeAgent)
 		case 1:
-			return problem.New(problem.WritesFrozen, "Writes by this agent's organisation are frozen by the operator.").With("scope", ScopeOrg), nil
+			return problem.New(problem.WritesFrozen, "Writes by this agent's organisation are frozen by the operator.").With("scope", ScopeOrg)
 		case 2:
-			return problem.New(problem.WritesFrozen, "Writes are frozen service-wide by the operator.").With("scope", ScopeAll), nil
+			return problem.New(problem.WritesFrozen, "Writes are frozen service-wide by the operator.").With("scope", ScopeAll)
 		default:
-			return problem.New(problem.WritesUnavailable, "Signed agent writes are temporarily unavailable; retry later.").With("retry_after_seconds", pausedRetryAfter), nil
+			return problem.New(problem.WritesUnavailable, "Signed agent writes are temporarily unavailable; retry later.").With("retry_after_seconds", pausedRetryAfter)
 		}
 	}
-	return nil, nil
+	return nil
 }
 
 func (s *Switches) on(ctx context.Context, name string) (bool, error) {
@@ -135,5 +145,6 @@ func (s *Switches) set(ctx context.Context, name string, on bool) error {
 	if err != nil {
 		return fmt.Errorf("set switch %s: %w", name, err)
 	}
+	changedLocally()
 	return nil
 }
