@@ -201,6 +201,19 @@ func (c *Client) setIdentity(id *Identity) error {
 	return nil
 }
 
+// WithIdentity returns a client of the same service that signs as id. It shares this client's
+// discovery document and self-test result, so making it sends nothing: use it when an identity comes
+// to exist after bootstrap (a redemption) instead of calling New again.
+func (c *Client) WithIdentity(id *Identity) (*Client, error) {
+	n := &Client{base: c.base, discovery: c.discovery, http: c.http, userAgent: c.userAgent, clock: c.clock,
+		retry: c.retry, sleep: c.sleep}
+	if err := n.setIdentity(id); err != nil {
+		return nil, err
+	}
+	n.checked.Store(c.checked.Load())
+	return n, nil
+}
+
 // Discovery is the discovery document the client bootstrapped from.
 func (c *Client) Discovery() *Discovery { return c.discovery }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v3"
 
@@ -84,6 +85,7 @@ func readSetupInput(cmd *cli.Command) (*setupInput, error) {
 
 // serviceFacts is what the service publishes, for the plan.
 type serviceFacts struct {
+	client    *sdk.Client // bootstrapped: discovery read and the self-test passed; nil when unreachable
 	discovery *sdk.Discovery
 	release   releaseFacts
 	refusals  []string // service-wide refusals, except onboarding's (only needed to redeem)
@@ -97,10 +99,10 @@ func (e *Env) facts(ctx context.Context, in *setupInput) serviceFacts {
 	c, err := e.connect(ctx, in.base, nil)
 	if err != nil {
 		f.refusals = append(f.refusals, reasonServiceUnreachable)
-		f.findings = append(f.findings, "the service: "+err.Error())
+		f.findings = append(f.findings, "the service: "+strings.TrimPrefix(err.Error(), "svc: "))
 		return f
 	}
-	f.discovery = c.Discovery()
+	f.client, f.discovery = c, c.Discovery()
 	if _, ok := f.discovery.Location("onboarding_api"); !ok {
 		f.noOnboard = true
 	}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/svcforum/svc/connector/profile"
@@ -48,43 +46,9 @@ func baseURL(raw string) (string, error) {
 }
 
 // connect bootstraps an SDK client of the service (discovery and the signing self-test), signing as id
-// when it is not nil. Its error is one line that names each URL once (tidy).
+// when it is not nil; the SDK says each URL once in its errors.
 func (e *Env) connect(ctx context.Context, base string, id *sdk.Identity) (*sdk.Client, error) {
-	c, err := sdk.New(ctx, base, id, sdk.WithHTTPClient(e.HTTP), sdk.WithUserAgent("svc-connector/"+connectorVersion()))
-	if err != nil {
-		return nil, &tidyError{err}
-	}
-	return c, nil
-}
-
-// tidyError is an error of the SDK or of its HTTP client, said once: each layer of the SDK and of
-// net/http prefixes the URL again ("svc: reading the discovery document at U: svc: GET U: Get "U":
-// dial tcp ..."), and its message keeps only the first mention of each URL and drops the repeated
-// "svc" prefix. errors.Is and errors.As still see the whole chain.
-type tidyError struct{ err error }
-
-func (e *tidyError) Unwrap() error { return e.err }
-
-var urlRule = regexp.MustCompile(`https?://[^\s"]+`)
-
-func (e *tidyError) Error() string {
-	var out, seen []string
-	for _, seg := range strings.Split(e.err.Error(), ": ") {
-		if seg == "svc" {
-			continue
-		}
-		urls := urlRule.FindAllString(seg, -1)
-		repeated := len(urls) > 0
-		for _, u := range urls {
-			repeated = repeated && slices.Contains(seen, u)
-		}
-		if repeated {
-			continue // "GET U" or `Get "U"`: a URL already named
-		}
-		seen = append(seen, urls...)
-		out = append(out, seg)
-	}
-	return strings.Join(out, ": ")
+	return sdk.New(ctx, base, id, sdk.WithHTTPClient(e.HTTP), sdk.WithUserAgent("svc-connector/"+connectorVersion()))
 }
 
 // releaseFacts is what the signed release manifest says about this connector.

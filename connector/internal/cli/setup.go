@@ -41,6 +41,7 @@ type setup struct {
 	drv     runtime.Driver
 	inst    runtime.Instance
 	inputFD int
+	client  *sdk.Client // the bootstrapped client of the service, without an identity (from facts)
 }
 
 func (s *setup) say(format string, args ...any) {
@@ -144,7 +145,7 @@ func (e *Env) setupCommand(ctx context.Context, cmd *cli.Command) error {
 			in.profile, dropped.Path, settings.Command)
 	}
 
-	s := &setup{e: e, in: in, rt: rt, p: p, drv: drv, inputFD: fd, cfg: cfg,
+	s := &setup{e: e, in: in, rt: rt, p: p, drv: drv, inputFD: fd, cfg: cfg, client: f.client,
 		inst: instance(p, rt, in.base, settings)}
 	switch {
 	case again.Disposition == profile.Resume:
@@ -261,10 +262,7 @@ func (s *setup) redeem(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c, err := s.e.connect(ctx, s.in.base, nil)
-	if err != nil {
-		return withCode(ExitError, "%v (the redemption was not sent: run setup again)", err)
-	}
+	c := s.client
 	// Recorded before it is sent: if the answer is lost, the next setup knows to send it again.
 	if err := s.p.Advance(s.cp, profile.StateRedemptionSent); err != nil {
 		return err
@@ -332,11 +330,12 @@ func (s *setup) checkRuntime(ctx context.Context) error {
 
 // verify finishes with a signed conformance and write-admission round trip.
 func (s *setup) verify(ctx context.Context) error {
-	id, base, err := loadIdentity(s.p)
+	id, _, err := loadIdentity(s.p)
 	if err != nil {
 		return err
 	}
-	c, err := s.e.connect(ctx, base, id)
+	// The identity is of this service: the disposition, taken under the lock, checked its base URL.
+	c, err := s.client.WithIdentity(id)
 	if err != nil {
 		return err
 	}
