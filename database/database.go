@@ -48,6 +48,9 @@ type Options struct {
 	SlowThreshold time.Duration
 	// Logger receives the slow statements; nil discards them.
 	Logger *slog.Logger
+	// Tracer, on PostgreSQL, sees every query the driver sends (BEGIN and COMMIT included), as
+	// pgx.QueryTracer: benchmarks count round trips with it. Nil traces nothing.
+	Tracer pgx.QueryTracer
 }
 
 func (o Options) withDefaults() Options {
@@ -119,7 +122,12 @@ func Open(url string, o Options) (*gorm.DB, error) {
 	switch dialect {
 	case Postgres:
 		dial = postgres.New(postgres.Config{DSN: withServerTimeouts(withConnectTimeout(dsn), o.Timeout),
-			OptionOpenDB: []stdlib.OptionOpenDB{stdlib.OptionBeforeConnect(reportStreamEnd)}})
+			OptionOpenDB: []stdlib.OptionOpenDB{stdlib.OptionBeforeConnect(func(ctx context.Context, c *pgx.ConnConfig) error {
+				if o.Tracer != nil {
+					c.Tracer = o.Tracer
+				}
+				return reportStreamEnd(ctx, c)
+			})}})
 	case SQLite:
 		if dir := filepath.Dir(dsn); dir != "" {
 			if err := os.MkdirAll(dir, 0o750); err != nil {

@@ -14,6 +14,9 @@ type Claim interface {
 	// Complete stores status and body as the request's outcome on tx, the write's transaction, so that
 	// the stored response exists exactly when the write does.
 	Complete(tx *gorm.DB, status int, body []byte) error
+	// Settled tells the claim that the transaction that completed it committed, so that the guard
+	// runs no statement after the write.
+	Settled()
 }
 
 type claimKey struct{}
@@ -61,6 +64,9 @@ func Write(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) (status int, v
 	})
 	if err != nil {
 		return 0, nil, err
+	}
+	if hasClaim {
+		claim.Settled()
 	}
 	return status, body, nil
 }

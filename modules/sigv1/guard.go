@@ -32,20 +32,22 @@ const HeaderReplayed = "Idempotent-Replayed"
 // to the route (port.PrincipalFrom) and, for a write, holds the Idempotency-Key's claim while the route
 // runs (port.Write completes it).
 type Guard struct {
-	cfg      Config
-	clock    port.Clock
-	log      *slog.Logger
-	registry *Registry
-	switches *Switches
-	nonces   *Nonces
-	limiter  *Limiter
-	claims   *Claims
-	memory   *Memory // nil: every check reads the database
+	cfg       Config
+	clock     port.Clock
+	log       *slog.Logger
+	registry  *Registry
+	switches  *Switches
+	nonces    *Nonces
+	limiter   *Limiter
+	claims    *Claims
+	admission *Admission
+	memory    *Memory // nil: every check reads the database
 }
 
 // NewGuard returns the guard.
 func NewGuard(cfg Config, clock port.Clock, log *slog.Logger, registry *Registry, switches *Switches, nonces *Nonces, limiter *Limiter, claims *Claims) *Guard {
-	return &Guard{cfg: cfg, clock: clock, log: log, registry: registry, switches: switches, nonces: nonces, limiter: limiter, claims: claims}
+	return &Guard{cfg: cfg, clock: clock, log: log, registry: registry, switches: switches, nonces: nonces, limiter: limiter, claims: claims,
+		admission: &Admission{db: claims.db, claims: claims}}
 }
 
 // Plugin is the guard as the host mounts it.
@@ -109,46 +111,50 @@ func (g *Guard) Handle(c *gin.Context) {
 		return
 	}
 
-	// The nonce, recorded as soon as the signature verifies, in its own committed write: a request
-	// refused at any later step (a state, a limit, a failed write) has used it, so its bytes can never
-	// run later. A replay is answered after the states, in WIRE.md's order.
-	fresh, err := g.nonces.Record(ctx, env.AgentID, env.Nonce, now)
+	// The states of agent and key, and whether writes may run now.
+	var refusal *problem.Problem
+	switch {
+	case id.AgentState != AgentActive:
+		refusal = problem.New(problem.AgentSuspended, "This agent is suspended by the operator.")
+	case id.KeyState != KeyActive:
+		refusal = problem.New(problem.KeyRevoked, "This key is revoked; sign with another active key of the agent.")
+	case route.Write:
+		if refusal, err = g.writeBlock(ctx, id.AgentID, id.OrgID); err != nil {
+			g.burnNonce(ctx, env, now)
+			g.unavailable(c, err)
+			return
+		}
+	}
+
+	// The nonce, the rate limits and the Idempotency-Key's claim, in one round trip. The nonce is
+	// recorded, and committed, as soon as the signature verifies: a request refused at any later step
+	// (a state, a limit, a failed write) has used it, so its bytes can never run later. A replay is
+	// answered after the states, in WIRE.md's order.
+	a := admission{agentID: id.AgentID, nonce: env.Nonce, at: now, proceed: refusal == nil,
+		window: g.cfg.RateWindow, maxTries: g.cfg.AttemptsPerWindow, maxWrites: g.cfg.WritesPerWindow}
+	if !route.Uncounted {
+		a.attempts = "attempts:" + id.AgentID
+	}
+	if route.Write {
+		a.writes, a.key, a.print = "writes:"+id.AgentID, env.IdempotencyKey, Fingerprint(env.Method, env.Target, env.BodySHA256)
+	}
+	adm, err := g.admission.Admit(ctx, a)
 	if err != nil {
 		g.unavailable(c, err)
 		return
 	}
-
-	// The states of agent and key, and whether writes may run now.
 	switch {
-	case id.AgentState != AgentActive:
-		render.Abort(c, problem.New(problem.AgentSuspended, "This agent is suspended by the operator."))
+	case refusal != nil:
+		render.Abort(c, refusal)
 		return
-	case id.KeyState != KeyActive:
-		render.Abort(c, problem.New(problem.KeyRevoked, "This key is revoked; sign with another active key of the agent."))
-		return
-	}
-	if route.Write {
-		block, err := g.writeBlock(ctx, id.AgentID, id.OrgID)
-		if err != nil {
-			g.unavailable(c, err)
-			return
-		}
-		if block != nil {
-			render.Abort(c, block)
-			return
-		}
-	}
-
-	if !fresh {
+	case !adm.fresh:
 		render.Abort(c, problem.Newf(problem.NonceReplayed, "This %s was already used by the agent; sign every request, retries included, with a new nonce.", HeaderNonce))
 		return
-	}
-
-	// The rate limits.
-	if !route.Uncounted && !g.take(c, "attempts:"+id.AgentID, g.cfg.AttemptsPerWindow, "authenticated requests by this agent") {
+	case adm.attemptsRetry > 0:
+		render.Abort(c, rateLimited(adm.attemptsRetry, "Too many %s in this window (%d per %s).", "authenticated requests by this agent", g.cfg.AttemptsPerWindow, g.cfg.RateWindow))
 		return
-	}
-	if route.Write && !g.take(c, "writes:"+id.AgentID, g.cfg.WritesPerWindow, "writes by this agent") {
+	case adm.writesRetry > 0:
+		render.Abort(c, rateLimited(adm.writesRetry, "Too many %s in this window (%d per %s).", "writes by this agent", g.cfg.WritesPerWindow, g.cfg.RateWindow))
 		return
 	}
 
@@ -160,10 +166,12 @@ func (g *Guard) Handle(c *gin.Context) {
 	}
 
 	// The Idempotency-Key of a write.
-	res, err := g.claims.Claim(ctx, id.AgentID, env.IdempotencyKey, Fingerprint(env.Method, env.Target, env.BodySHA256), now)
-	if err != nil {
-		g.unavailable(c, err)
-		return
+	res := adm.claim
+	if adm.claimUndecided {
+		if res, err = g.claims.Claim(ctx, id.AgentID, env.IdempotencyKey, a.print, now); err != nil {
+			g.unavailable(c, err)
+			return
+		}
 	}
 	switch res.outcome {
 	case replay:
@@ -178,9 +186,12 @@ func (g *Guard) Handle(c *gin.Context) {
 		render.Abort(c, problem.New(problem.IdempotencyRequestInFlight, "The first request with this Idempotency-Key is still running; retry after a second.").With("retry_after_seconds", 1))
 		return
 	}
-	// A write that committed stored its response on the claim; any other outcome, a panic included,
-	// frees the key for a corrected retry.
+	// A write that committed stored its response on the claim, and port.Write settled it: nothing is
+	// left to do. Any other outcome, a panic included, frees the key for a corrected retry.
 	defer func() {
+		if res.claim.settled {
+			return
+		}
 		released, err := res.claim.release(context.WithoutCancel(ctx))
 		switch {
 		case err != nil:
@@ -251,18 +262,12 @@ func (g *Guard) burnFutureNonce(ctx context.Context, env Envelope, now time.Time
 	}
 }
 
-// take counts one hit on bucket; past the limit it answers 429 and returns false.
-func (g *Guard) take(c *gin.Context, bucket string, limit int, what string) bool {
-	ok, retry, err := g.limiter.Take(c.Request.Context(), bucket, limit, g.cfg.RateWindow, g.clock.Now())
-	if err != nil {
-		g.unavailable(c, err)
-		return false
+// burnNonce records the nonce of a verified request that cannot be admitted (the database failed a
+// check), so that its bytes cannot run later. Failures are ignored: the request is refused either way.
+func (g *Guard) burnNonce(ctx context.Context, env Envelope, now time.Time) {
+	if _, err := g.nonces.Record(ctx, env.AgentID, env.Nonce, now); err != nil {
+		g.log.WarnContext(ctx, "nonce of a refused request not recorded", "error", err)
 	}
-	if !ok {
-		render.Abort(c, rateLimited(retry, "Too many %s in this window (%d per %s).", what, limit, g.cfg.RateWindow))
-		return false
-	}
-	return true
 }
 
 // authFailed answers a request that failed authentication with p, unless its client address has

@@ -60,20 +60,29 @@ type claimResult struct {
 // lease has run out, or a stored response older than ResponseTTL is taken; otherwise the existing
 // claim decides (replay, conflict, in flight).
 func (cs *Claims) Claim(ctx context.Context, agentID, key, fingerprint string, now time.Time) (claimResult, error) {
+	return cs.claim(cs.db.WithContext(ctx), agentID, key, fingerprint, now)
+}
+
+// claimSet is the claim's takeover of an existing row: only a running claim whose lease ended, or a
+// stored response past ResponseTTL, is taken over. Its parameters are named: claim_expired (now) and
+// claim_stale (now less ResponseTTL), in milliseconds.
+const claimSet = `fingerprint = excluded.fingerprint, token = excluded.token,
+  state = excluded.state, lease_ms = excluded.lease_ms, created_ms = excluded.created_ms, status = 0, body = NULL
+  WHERE (sigv1_idempotency.state = 'running' AND sigv1_idempotency.lease_ms <= @claim_expired)
+     OR (sigv1_idempotency.state = 'done' AND sigv1_idempotency.created_ms <= @claim_stale)`
+
+// claim is Claim on db, which may be a transaction.
+func (cs *Claims) claim(db *gorm.DB, agentID, key, fingerprint string, now time.Time) (claimResult, error) {
 	nowMS := now.UnixMilli()
 	token := uuid.NewString()
-	db := cs.db.WithContext(ctx)
 	// The row can vanish between a refused claim and its read (its request failed and released it):
 	// then claim again.
 	for range 3 {
 		res := db.Exec(`INSERT INTO sigv1_idempotency (agent_id, idem_key, fingerprint, token, state, lease_ms, created_ms, status, body)
-VALUES (?, ?, ?, ?, ?, ?, ?, 0, NULL)
-ON CONFLICT (agent_id, idem_key) DO UPDATE SET fingerprint = excluded.fingerprint, token = excluded.token,
-  state = excluded.state, lease_ms = excluded.lease_ms, created_ms = excluded.created_ms, status = 0, body = NULL
-WHERE (sigv1_idempotency.state = ? AND sigv1_idempotency.lease_ms <= ?)
-   OR (sigv1_idempotency.state = ? AND sigv1_idempotency.created_ms <= ?)`,
-			agentID, key, fingerprint, token, claimRunning, nowMS+cs.lease.Milliseconds(), nowMS,
-			claimRunning, nowMS, claimDone, nowMS-ResponseTTL.Milliseconds())
+VALUES (@agent, @key, @print, @token, 'running', @lease_ms, @now, 0, NULL)
+ON CONFLICT (agent_id, idem_key) DO UPDATE SET `+claimSet, map[string]any{
+			"agent": agentID, "key": key, "print": fingerprint, "token": token, "lease_ms": nowMS + cs.lease.Milliseconds(),
+			"now": nowMS, "claim_expired": nowMS, "claim_stale": nowMS - ResponseTTL.Milliseconds()})
 		if res.Error != nil {
 			return claimResult{}, fmt.Errorf("claim idempotency key: %w", res.Error)
 		}
@@ -87,17 +96,21 @@ WHERE (sigv1_idempotency.state = ? AND sigv1_idempotency.lease_ms <= ?)
 		if len(rows) == 0 {
 			continue
 		}
-		row := rows[0]
-		switch {
-		case row.Fingerprint != fingerprint:
-			return claimResult{outcome: conflict}, nil
-		case row.State == claimDone:
-			return claimResult{outcome: replay, status: row.Status, body: row.Body}, nil
-		default:
-			return claimResult{outcome: inFlight}, nil
-		}
+		return decide(rows[0], fingerprint), nil
 	}
 	return claimResult{}, errors.New("claim idempotency key: the key changed hands three times; retry")
+}
+
+// decide is the outcome of a claim refused because row holds the key.
+func decide(row idempotency, fingerprint string) claimResult {
+	switch {
+	case row.Fingerprint != fingerprint:
+		return claimResult{outcome: conflict}
+	case row.State == claimDone:
+		return claimResult{outcome: replay, status: row.Status, body: row.Body}
+	default:
+		return claimResult{outcome: inFlight}
+	}
 }
 
 // Prune deletes stored responses older than ResponseTTL and claims abandoned longer than that.
@@ -116,6 +129,7 @@ type claim struct {
 	agentID string
 	key     string
 	token   string
+	settled bool // the write that completed it committed
 }
 
 // errClaimLost means the claim was taken over (its lease ran out) before the write committed: the
@@ -138,6 +152,9 @@ func (c *claim) Complete(tx *gorm.DB, status int, body []byte) error {
 	}
 	return nil
 }
+
+// Settled records that the transaction that completed the claim committed.
+func (c *claim) Settled() { c.settled = true }
 
 // release frees the key unless the write stored its response (committed), and reports whether it did;
 // it is safe to call always.

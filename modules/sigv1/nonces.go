@@ -22,8 +22,13 @@ func NewNonces(db *gorm.DB) *Nonces { return &Nonces{db: db} }
 // NonceWindow is a replay; one last seen longer ago may be used again. Two concurrent records of one
 // nonce cannot both succeed: the primary key serialises them.
 func (n *Nonces) Record(ctx context.Context, agentID, nonce string, at time.Time) (fresh bool, err error) {
+	return recordNonce(n.db.WithContext(ctx), agentID, nonce, at)
+}
+
+// recordNonce is Record on db, which may be a transaction.
+func recordNonce(db *gorm.DB, agentID, nonce string, at time.Time) (fresh bool, err error) {
 	nowMS := at.UnixMilli()
-	res := n.db.WithContext(ctx).Exec(`INSERT INTO sigv1_nonces (agent_id, nonce, seen_ms) VALUES (?, ?, ?)
+	res := db.Exec(`INSERT INTO sigv1_nonces (agent_id, nonce, seen_ms) VALUES (?, ?, ?)
 ON CONFLICT (agent_id, nonce) DO UPDATE SET seen_ms = excluded.seen_ms
 WHERE sigv1_nonces.seen_ms <= ?`, agentID, nonce, nowMS, nowMS-NonceWindow.Milliseconds())
 	if res.Error != nil {

@@ -21,14 +21,21 @@ func NewLimiter(db *gorm.DB) *Limiter { return &Limiter{db: db} }
 // Take counts one hit on bucket at now and reports whether it is within limit hits per window; when it
 // is not, retryAfter is the whole seconds (at least 1) until the window ends.
 func (l *Limiter) Take(ctx context.Context, bucket string, limit int, window time.Duration, now time.Time) (ok bool, retryAfter int, err error) {
+	return take(l.db.WithContext(ctx), bucket, limit, window, now)
+}
+
+// countSet is the upsert's update of a bucket's count. A replica whose clock lags may compute an
+// earlier window: the later window wins, never a reset.
+const countSet = `hits = CASE WHEN sigv1_rate_windows.window_ms >= excluded.window_ms THEN sigv1_rate_windows.hits + 1 ELSE 1 END,
+  window_ms = CASE WHEN sigv1_rate_windows.window_ms >= excluded.window_ms THEN sigv1_rate_windows.window_ms ELSE excluded.window_ms END,
+  span_ms = excluded.span_ms`
+
+// take is Take on db, which may be a transaction.
+func take(db *gorm.DB, bucket string, limit int, window time.Duration, now time.Time) (ok bool, retryAfter int, err error) {
 	start := windowStart(now, window)
 	var row rateWindow
-	// A replica whose clock lags may compute an earlier window: the later window wins, never a reset.
-	err = l.db.WithContext(ctx).Raw(`INSERT INTO sigv1_rate_windows (bucket, window_ms, hits, span_ms) VALUES (?, ?, 1, ?)
-ON CONFLICT (bucket) DO UPDATE SET
-  hits = CASE WHEN sigv1_rate_windows.window_ms >= excluded.window_ms THEN sigv1_rate_windows.hits + 1 ELSE 1 END,
-  window_ms = CASE WHEN sigv1_rate_windows.window_ms >= excluded.window_ms THEN sigv1_rate_windows.window_ms ELSE excluded.window_ms END,
-  span_ms = excluded.span_ms
+	err = db.Raw(`INSERT INTO sigv1_rate_windows (bucket, window_ms, hits, span_ms) VALUES (?, ?, 1, ?)
+ON CONFLICT (bucket) DO UPDATE SET `+countSet+`
 RETURNING bucket, window_ms, hits`, bucket, start, window.Milliseconds()).Scan(&row).Error
 	if err != nil {
 		return false, 0, fmt.Errorf("count rate limit: %w", err)

@@ -4,8 +4,9 @@
 // the host puts in front of every /agent-api/v1 route. The guard runs WIRE.md's checks in order:
 //
 //	gate (503) -> body limit (413) -> ParseHeaders (400) -> CheckFreshness (401) -> key (401)
-//	-> Verify (401) -> nonce recorded (Nonces) -> states and freezes (403, 503) -> replay (409)
-//	-> rate limits (Limiter, 429) -> the Idempotency-Key of a write (Claims, 409 or a replay)
+//	-> Verify (401) -> states and freezes (403, 503) -> one round trip (Admission): the nonce
+//	recorded, the rate limits counted, a write's Idempotency-Key claimed -> answered in WIRE.md's
+//	order: states (403, 503), replay (409), rate limits (429), the claim (409 or a replay)
 //
 // then hands the verified identity to the route (port.PrincipalFrom) and, for a write, the claim that
 // port.Write completes in the write's own transaction. Nonces, claims and rate windows are rows in the

@@ -1,0 +1,176 @@
+package sigv1
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/database"
+)
+
+// admission is what the guard records once a request's signature verifies: its nonce, and, when the
+// states allow the request (proceed), its hits on the rate limits and, for a write, its claim on the
+// Idempotency-Key. Each step runs only when the one before it let the request through, as the checks
+// of WIRE.md section 1 run in order.
+type admission struct {
+	agentID   string
+	nonce     string
+	at        time.Time
+	proceed   bool   // the agent's and key's states and the write switches let the request run
+	attempts  string // the attempts bucket, "" when the route is not counted
+	writes    string // the writes bucket, "" for a read
+	key       string // the Idempotency-Key of a write
+	print     string // its fingerprint
+	window    time.Duration
+	maxTries  int
+	maxWrites int
+}
+
+// admitted is the outcome of an admission.
+type admitted struct {
+	fresh          bool
+	attemptsRetry  int // > 0: the attempts limit refused the request, retry after so many seconds
+	writesRetry    int // > 0: the writes limit refused it
+	claim          claimResult
+	claimUndecided bool // the claim lost a race the statement could not settle: claim again
+}
+
+// Admission records admissions in one round trip: on PostgreSQL one statement whose data-modifying
+// CTEs run the steps in order, each gated on the one before; on SQLite, which has no such CTEs and no
+// network between it and the process, the same steps in one transaction, so one commit.
+type Admission struct {
+	db     *gorm.DB
+	claims *Claims
+}
+
+// Admit records a.
+func (ad *Admission) Admit(ctx context.Context, a admission) (admitted, error) {
+	if database.Dialect(ad.db) == database.Postgres {
+		return ad.admitPostgres(ctx, a)
+	}
+	var out admitted
+	err := ad.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var err error
+		out, err = ad.admitSteps(tx, a)
+		return err
+	})
+	return out, err
+}
+
+// admitSteps runs the steps one statement each, on tx.
+func (ad *Admission) admitSteps(tx *gorm.DB, a admission) (admitted, error) {
+	var out admitted
+	var err error
+	if out.fresh, err = recordNonce(tx, a.agentID, a.nonce, a.at); err != nil || !out.fresh || !a.proceed {
+		return out, err
+	}
+	if a.attempts != "" {
+		ok, retry, err := take(tx, a.attempts, a.maxTries, a.window, a.at)
+		if err != nil || !ok {
+			out.attemptsRetry = retry
+			return out, err
+		}
+	}
+	if a.writes == "" {
+		return out, nil
+	}
+	ok, retry, err := take(tx, a.writes, a.maxWrites, a.window, a.at)
+	if err != nil || !ok {
+		out.writesRetry = retry
+		return out, err
+	}
+	out.claim, err = ad.claims.claim(tx, a.agentID, a.key, a.print, a.at)
+	return out, err
+}
+
+// admitSQL is the admission as one PostgreSQL statement. Its CTEs all run, on one snapshot; each
+// writes only when the ones before it let the request through (n: the nonce was fresh; a, w: the
+// limits were not passed). The claim's existing row (e) is read from the statement's snapshot: when the
+// claim was refused and the row is not there, a concurrent request committed it after the snapshot
+// began, and the caller claims again on its own.
+const admitSQL = `WITH n AS (
+  INSERT INTO sigv1_nonces (agent_id, nonce, seen_ms) VALUES (@agent, @nonce, @now)
+  ON CONFLICT (agent_id, nonce) DO UPDATE SET seen_ms = excluded.seen_ms
+  WHERE sigv1_nonces.seen_ms <= @nonce_cut
+  RETURNING 1 AS fresh
+), a AS (
+  INSERT INTO sigv1_rate_windows (bucket, window_ms, hits, span_ms)
+  SELECT CAST(@attempts AS text), CAST(@window_ms AS bigint), 1, CAST(@span_ms AS bigint) FROM n
+  WHERE CAST(@proceed AS boolean) AND @attempts <> ''
+  ON CONFLICT (bucket) DO UPDATE SET ` + countSet + `
+  RETURNING window_ms, hits
+), w AS (
+  INSERT INTO sigv1_rate_windows (bucket, window_ms, hits, span_ms)
+  SELECT CAST(@writes AS text), CAST(@window_ms AS bigint), 1, CAST(@span_ms AS bigint) FROM n
+  WHERE CAST(@proceed AS boolean) AND @writes <> '' AND NOT EXISTS (SELECT 1 FROM a WHERE a.hits > @max_tries)
+  ON CONFLICT (bucket) DO UPDATE SET ` + countSet + `
+  RETURNING window_ms, hits
+), c AS (
+  INSERT INTO sigv1_idempotency (agent_id, idem_key, fingerprint, token, state, lease_ms, created_ms, status, body)
+  SELECT CAST(@agent AS text), CAST(@key AS text), CAST(@print AS text), CAST(@token AS text), 'running',
+    CAST(@lease_ms AS bigint), CAST(@now AS bigint), 0, CAST(NULL AS bytea) FROM w WHERE w.hits <= @max_writes
+  ON CONFLICT (agent_id, idem_key) DO UPDATE SET ` + claimSet + `
+  RETURNING 1 AS claimed
+)
+SELECT EXISTS (SELECT 1 FROM n) AS fresh,
+  (SELECT hits FROM a) AS attempt_hits, (SELECT window_ms FROM a) AS attempt_window,
+  (SELECT hits FROM w) AS write_hits, (SELECT window_ms FROM w) AS write_window,
+  EXISTS (SELECT 1 FROM c) AS claimed,
+  e.fingerprint, e.state, e.status, e.body
+FROM (SELECT 1) AS one
+LEFT JOIN sigv1_idempotency AS e ON @writes <> '' AND e.agent_id = @agent AND e.idem_key = @key`
+
+func (ad *Admission) admitPostgres(ctx context.Context, a admission) (admitted, error) {
+	nowMS := a.at.UnixMilli()
+	token := uuid.NewString()
+	var row struct {
+		Fresh         bool
+		AttemptHits   *int64
+		AttemptWindow *int64
+		WriteHits     *int64
+		WriteWindow   *int64
+		Claimed       bool
+		Fingerprint   *string
+		State         *string
+		Status        *int
+		Body          []byte
+	}
+	err := ad.db.WithContext(ctx).Raw(admitSQL, map[string]any{
+		"agent": a.agentID, "nonce": a.nonce, "now": nowMS, "nonce_cut": nowMS - NonceWindow.Milliseconds(),
+		"proceed": a.proceed, "attempts": a.attempts, "writes": a.writes,
+		"window_ms": windowStart(a.at, a.window), "span_ms": a.window.Milliseconds(),
+		"max_tries": a.maxTries, "max_writes": a.maxWrites,
+		"key": a.key, "print": a.print, "token": token, "lease_ms": nowMS + ad.claims.lease.Milliseconds(),
+		"claim_expired": nowMS, "claim_stale": nowMS - ResponseTTL.Milliseconds(),
+	}).Scan(&row).Error
+	if err != nil {
+		return admitted{}, fmt.Errorf("admit request: %w", err)
+	}
+	out := admitted{fresh: row.Fresh}
+	end := func(window *int64) int { return retryAfterSeconds(*window+a.window.Milliseconds(), a.at) }
+	switch {
+	case !out.fresh || !a.proceed:
+		return out, nil
+	case row.AttemptHits != nil && *row.AttemptHits > int64(a.maxTries):
+		out.attemptsRetry = end(row.AttemptWindow)
+		return out, nil
+	case a.writes == "":
+		return out, nil
+	case row.WriteHits == nil:
+		return out, fmt.Errorf("admit request: the writes limit was not counted")
+	case *row.WriteHits > int64(a.maxWrites):
+		out.writesRetry = end(row.WriteWindow)
+		return out, nil
+	case row.Claimed:
+		out.claim = claimResult{outcome: claimed, claim: &claim{db: ad.db, agentID: a.agentID, key: a.key, token: token}}
+		return out, nil
+	case row.Fingerprint == nil:
+		out.claimUndecided = true
+		return out, nil
+	}
+	out.claim = decide(idempotency{Fingerprint: *row.Fingerprint, State: *row.State, Status: *row.Status, Body: row.Body}, a.print)
+	return out, nil
+}
