@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -16,6 +18,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"go.uber.org/fx"
 	"gorm.io/gorm"
 
@@ -31,10 +35,12 @@ import (
 // forumBench is the whole service on PostgreSQL with one agent, a funded wallet, a category and a
 // thread, its engines served in process.
 type forumBench struct {
+	rt       *roundTrips
 	db       *gorm.DB
 	agent    *gin.Engine
 	public   *gin.Engine
 	signer   *signer.Signer
+	key      ed25519.PrivateKey
 	agentID  string
 	orgID    string
 	threadID string
@@ -48,6 +54,8 @@ func newForumBench(b testing.TB) *forumBench {
 	cfg.Settings = benchSettings{testSettings()}
 	cfg.CursorKeys = testCursorKey
 	cfg.PublicRate, cfg.PublicBurst = 1e9, 1e9
+	rt := &roundTrips{}
+	cfg.DB.Tracer, cfg.ReadDB.Tracer = rt, rt
 	var (
 		ls       *Listeners
 		db       *gorm.DB
@@ -64,7 +72,7 @@ func newForumBench(b testing.TB) *forumBench {
 	}
 	b.Cleanup(func() { _ = app.Stop(context.Background()) })
 
-	fb := &forumBench{db: db}
+	fb := &forumBench{db: db, rt: rt}
 	for _, s := range ls.servers {
 		switch s.name {
 		case ListenerAgentEdge:
@@ -97,7 +105,7 @@ func newForumBench(b testing.TB) *forumBench {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fb.signer, fb.agentID, fb.orgID = signer.New(a.ID, k.ID, key), a.ID, org.ID
+	fb.signer, fb.key, fb.agentID, fb.orgID = signer.New(a.ID, k.ID, key), key, a.ID, org.ID
 	rec := fb.post(b, "/threads", "bench-thread", fmt.Sprintf(`{"category_id":%q,"title":"Bench","body_markdown":"A thread to reply to.","billing":{"pricing_version":"bench","max_credit_cost":100}}`, cat.ID))
 	if rec.Code != http.StatusOK {
 		b.Fatalf("create thread: %d %s", rec.Code, rec.Body)
@@ -107,7 +115,7 @@ func newForumBench(b testing.TB) *forumBench {
 }
 
 func (fb *forumBench) request(b testing.TB, path, key, body string) *http.Request {
-	req := httptest.NewRequest(http.MethodPost, plugin.AgentPrefix+path, bytes.NewReader([]byte(body)))
+	req := httptest.NewRequestWithContext(counted(context.Background()), http.MethodPost, plugin.AgentPrefix+path, bytes.NewReader([]byte(body)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
 	if err := fb.signer.Sign(req); err != nil {
@@ -135,25 +143,38 @@ func (s benchSettings) Int(name string) int {
 
 // BenchmarkCreateReply measures signed create_reply requests on PostgreSQL through the whole service
 // (routing, guard, verification, schema, content policy, the write with its charge and stored response)
-// against its bare statements (impl=baseline): the same SQL statements, in the same order and
-// transactions, with the same arguments' shapes, run straight on the pool, without HTTP, signatures or
-// Go logic between them. What the ratio measures is everything svc does besides those statements.
-// Every request is a fresh one: its own nonce and its own Idempotency-Key, never a replay. Requests
-// are built and signed before the timer starts.
+// against the write's essential statements sent as one batch (impl=baseline, essentialReply): the
+// nonce, the debit, the usage event, the ledger row, the reply and the thread's count, in one round
+// trip and one commit, without HTTP, signatures or Go logic. Every request is a fresh one: its own
+// nonce and its own Idempotency-Key, never a replay; requests are built and signed before the timer
+// starts. Beside the rate, each side reports its round trips and commits per request, counted by a
+// pgx tracer (roundTrips).
 func BenchmarkCreateReply(b *testing.B) {
 	fb := newForumBench(b)
 	body := func(i int) string {
 		return fmt.Sprintf(`{"thread_id":%q,"body_markdown":"Reply number %d.","billing":{"pricing_version":"bench","max_credit_cost":100}}`, fb.threadID, i)
 	}
 	b.Run("impl=baseline", func(b *testing.B) {
+		ctx := counted(context.Background())
+		sqlDB, err := fb.db.DB()
+		if err != nil {
+			b.Fatal(err)
+		}
+		conn, err := sqlDB.Conn(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Close()
 		b.ReportAllocs()
+		fb.rt.reset()
 		start := time.Now()
 		for i := 0; i < b.N; i++ {
-			if err := bareReply(fb, body(i)); err != nil {
+			if err := essentialReply(ctx, conn, fb, body(i)); err != nil {
 				b.Fatal(err)
 			}
 		}
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+		fb.reportTrips(b)
 	})
 	b.Run("impl=svc", func(b *testing.B) {
 		run := uuid.NewString() // each run of this function (one per b.N tried) has keys of its own
@@ -162,6 +183,7 @@ func BenchmarkCreateReply(b *testing.B) {
 			reqs[i] = fb.request(b, forum.RepliesPath, fmt.Sprintf("bench-%s-%d", run, i), body(i))
 		}
 		b.ReportAllocs()
+		fb.rt.reset()
 		b.ResetTimer()
 		start := time.Now()
 		for i := 0; i < b.N; i++ {
@@ -172,144 +194,146 @@ func BenchmarkCreateReply(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+		fb.reportTrips(b)
 	})
 }
 
-// bareReply runs the statements one signed create_reply runs, as sigv1, billing and the forum write
-// them: the gate, the key, the nonce, the switches that stop writes, the two rate-limit counters, the
-// idempotency claim; then in one transaction the thread, its category, the thread's count, the
-// pricing version, the debit, the usage event, the ledger row, the reply and the stored response; then
-// the claim's release, which finds it done.
-func bareReply(fb *forumBench, body string) error {
-	db := fb.db
+// reportTrips reports the round trips and commits per op counted since the last reset.
+func (fb *forumBench) reportTrips(b *testing.B) {
+	trips, commits := fb.rt.report(b.N)
+	b.ReportMetric(trips, "round-trips/op")
+	b.ReportMetric(commits, "commits/op")
+}
+
+// essentialReply sends a reply's essential statements as one pgx batch on conn: one round trip, one
+// implicit transaction. The debit cannot overdraw (its condition) and the ledger row reads the balance
+// it left.
+func essentialReply(ctx context.Context, conn *sql.Conn, fb *forumBench, body string) error {
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	ms := now.UnixMilli()
-	key, token, nonce := uuid.NewString(), uuid.NewString(), uuid.NewString()
-	window := ms - ms%60000
-	steps := []func() error{
-		func() error {
-			var n int64
-			return db.Raw(`SELECT count(*) FROM "sigv1_switches" WHERE name = ? LIMIT 1`, "gate:edge:closed").Scan(&n).Error
-		},
-		func() error {
-			var id struct{ KeyID, AgentID, PublicKey, KeyState, AgentState, OrgID, Handle string }
-			return db.Raw(`SELECT k.id AS key_id, k.agent_id, k.public_key, k.state AS key_state, a.state AS agent_state, a.org_id, a.handle FROM sigv1_keys AS k JOIN sigv1_agents AS a ON a.id = k.agent_id WHERE k.agent_id = ? LIMIT 1`, fb.agentID).Scan(&id).Error
-		},
-		func() error {
-			return db.Exec(`INSERT INTO sigv1_nonces (agent_id, nonce, seen_ms) VALUES (?, ?, ?)
-ON CONFLICT (agent_id, nonce) DO UPDATE SET seen_ms = excluded.seen_ms
-WHERE sigv1_nonces.seen_ms <= ?`, fb.agentID, nonce, ms, ms-sigv1.NonceWindow.Milliseconds()).Error
-		},
-		func() error {
-			var on []string
-			return db.Raw(`SELECT "name" FROM "sigv1_switches" WHERE name IN (?,?,?,?)`, "freeze:agent:"+fb.agentID, "freeze:org:"+fb.orgID, "freeze:all", "writes:paused").Scan(&on).Error
-		},
-		func() error { return bareCount(db, "bare-attempts:"+fb.agentID, window) },
-		func() error { return bareCount(db, "bare-writes:"+fb.agentID, window) },
-		func() error {
-			return db.Exec(`INSERT INTO sigv1_idempotency (agent_id, idem_key, fingerprint, token, state, lease_ms, created_ms, status, body)
-VALUES (?, ?, ?, ?, ?, ?, ?, 0, NULL)
-ON CONFLICT (agent_id, idem_key) DO UPDATE SET fingerprint = excluded.fingerprint, token = excluded.token,
-  state = excluded.state, lease_ms = excluded.lease_ms, created_ms = excluded.created_ms, status = 0, body = NULL
-WHERE (sigv1_idempotency.state = ? AND sigv1_idempotency.lease_ms <= ?)
-   OR (sigv1_idempotency.state = ? AND sigv1_idempotency.created_ms <= ?)`,
-				fb.agentID, key, "fingerprint", token, "running", ms+60000, ms, "running", ms, "done", ms-86400000).Error
-		},
-		func() error {
-			return db.Transaction(func(tx *gorm.DB) error {
-				var thread, category []map[string]any
-				if err := tx.Raw(`SELECT * FROM "forum_threads" WHERE id = ? LIMIT 1`, fb.threadID).Scan(&thread).Error; err != nil {
-					return err
-				}
-				if err := tx.Raw(`SELECT * FROM "forum_categories" WHERE id = ? LIMIT 1`, thread[0]["category_id"]).Scan(&category).Error; err != nil {
-					return err
-				}
-				if err := tx.Exec(`UPDATE "forum_threads" SET "last_activity"=?,"reply_count"=reply_count + 1 WHERE id = ? AND tombstoned_at IS NULL`, now, fb.threadID).Error; err != nil {
-					return err
-				}
-				var version []map[string]any
-				if err := tx.Raw(`SELECT * FROM "billing_pricing_versions" WHERE code = ? LIMIT 1`, "bench").Scan(&version).Error; err != nil {
-					return err
-				}
-				var wallet []map[string]any
-				if err := tx.Raw(`UPDATE billing_wallets SET balance = balance - ?, updated_at = ?
-WHERE org_id = ? AND balance >= ? RETURNING org_id, balance, updated_at`, 1, now, fb.orgID, 1).Scan(&wallet).Error; err != nil {
-					return err
-				}
-				event, reply := uuid.NewString(), uuid.NewString()
-				if err := tx.Exec(`INSERT INTO "billing_usage_events" ("id","org_id","agent_id","operation","price","pricing_version","idempotency_key","resource_id","created_at") VALUES (?,?,?,?,?,?,?,?,?)`,
-					event, fb.orgID, fb.agentID, "create_reply", 1, "bench", key, reply, now).Error; err != nil {
-					return err
-				}
-				if err := tx.Exec(`INSERT INTO "billing_ledger" ("id","org_id","kind","amount","balance_after","reason","usage_event_id","created_at") VALUES (?,?,?,?,?,?,?,?)`,
-					uuid.NewString(), fb.orgID, "charge", -1, wallet[0]["balance"], "create_reply", event, now).Error; err != nil {
-					return err
-				}
-				if err := tx.Exec(`INSERT INTO "forum_replies" ("id","thread_id","parent_reply_id","author_id","author_handle","body_markdown","intent","declared_model","score","up","down","tombstoned_at","created_at") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-					reply, fb.threadID, nil, fb.agentID, "bencher", body, "answer", nil, 0, 0, 0, nil, now).Error; err != nil {
-					return err
-				}
-				return tx.Exec(`UPDATE "sigv1_idempotency" SET "body"=?,"state"=?,"status"=? WHERE agent_id = ? AND idem_key = ? AND token = ? AND state = ?`,
-					[]byte(body), "done", 200, fb.agentID, key, token, "running").Error
-			})
-		},
-		func() error {
-			return db.Exec(`DELETE FROM "sigv1_idempotency" WHERE agent_id = ? AND idem_key = ? AND token = ? AND state = ?`, fb.agentID, key, token, "running").Error
-		},
-	}
-	for _, s := range steps {
-		if err := s(); err != nil {
-			return err
-		}
-	}
-	return nil
+	event, reply := uuid.NewString(), uuid.NewString()
+	batch := &pgx.Batch{}
+	batch.Queue(`INSERT INTO sigv1_nonces (agent_id, nonce, seen_ms) VALUES ($1, $2, $3)`, fb.agentID, uuid.NewString(), now.UnixMilli())
+	batch.Queue(`UPDATE billing_wallets SET balance = balance - 1, updated_at = $1 WHERE org_id = $2 AND balance >= 1`, now, fb.orgID)
+	batch.Queue(`INSERT INTO billing_usage_events (id, org_id, agent_id, operation, price, pricing_version, idempotency_key, resource_id, created_at)
+VALUES ($1, $2, $3, 'create_reply', 1, 'bench', $4, $5, $6)`, event, fb.orgID, fb.agentID, uuid.NewString(), reply, now)
+	batch.Queue(`INSERT INTO billing_ledger (id, org_id, kind, amount, balance_after, reason, usage_event_id, created_at)
+SELECT $1::text, org_id, 'charge', -1, balance, 'create_reply', $3::text, $4::timestamptz FROM billing_wallets WHERE org_id = $2`, uuid.NewString(), fb.orgID, event, now)
+	batch.Queue(`INSERT INTO forum_replies (id, thread_id, author_id, author_handle, body_markdown, intent, score, up, down, created_at)
+VALUES ($1, $2, $3, 'bencher', $4, 'answer', 0, 0, 0, $5)`, reply, fb.threadID, fb.agentID, body, now)
+	batch.Queue(`UPDATE forum_threads SET last_activity = $1, reply_count = reply_count + 1 WHERE id = $2 AND tombstoned_at IS NULL`, now, fb.threadID)
+	return conn.Raw(func(dc any) error {
+		return dc.(*stdlib.Conn).Conn().SendBatch(ctx, batch).Close()
+	})
 }
 
-// bareCount is the rate limiter's counting upsert.
-func bareCount(db *gorm.DB, bucket string, window int64) error {
-	var row struct {
-		Bucket   string
-		WindowMS int64
-		Hits     int64
-	}
-	return db.Raw(`INSERT INTO sigv1_rate_windows (bucket, window_ms, hits) VALUES (?, ?, 1)
-ON CONFLICT (bucket) DO UPDATE SET
-  hits = CASE WHEN sigv1_rate_windows.window_ms >= excluded.window_ms THEN sigv1_rate_windows.hits + 1 ELSE 1 END,
-  window_ms = CASE WHEN sigv1_rate_windows.window_ms >= excluded.window_ms THEN sigv1_rate_windows.window_ms ELSE excluded.window_ms END
-RETURNING bucket, window_ms, hits`, bucket, window).Scan(&row).Error
-}
-
-// BenchmarkThreadPage measures GET /api/v1/threads/{id} through the public engine (a thread with its
-// recipe-less body, votes and references, marshalled with an ETag) against a gin handler answering
-// the same bytes from memory (impl=baseline).
-func BenchmarkThreadPage(b *testing.B) {
+// BenchmarkConformance measures signed conformance requests on PostgreSQL through the whole service
+// (the agent engine, the guard with its key lookup, nonce and rate limit, the endpoint) against a bare
+// verifier (impl=baseline): a gin handler that checks the same request's Ed25519 signature over its
+// canonical string with the key in hand and answers the same bytes, with no database. Each request is
+// fresh (own nonce), signed before the timer starts.
+func BenchmarkConformance(b *testing.B) {
 	fb := newForumBench(b)
-	path := forum.ThreadPath + "/" + fb.threadID
-	rec := httptest.NewRecorder()
-	fb.public.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	const body = `{"echo":"hello, conformance"}`
+	var answer []byte
+	pub := fb.key.Public().(ed25519.PublicKey)
+	bare := gin.New()
+	bare.POST(plugin.AgentPrefix+sigv1.ConformancePath, func(c *gin.Context) {
+		raw, err := io.ReadAll(c.Request.Body)
+		if err != nil {
+			c.AbortWithStatus(http.StatusBadRequest)
+			return
+		}
+		env, err := sigv1.ParseHeaders(c.Request.Method, c.Request.RequestURI, c.Request.Header)
+		if err != nil {
+			c.AbortWithStatus(http.StatusBadRequest)
+			return
+		}
+		env.BodySHA256 = sigv1.BodySHA256(raw)
+		if !ed25519.Verify(pub, []byte(env.Canonical()), env.Signature) {
+			c.AbortWithStatus(http.StatusUnauthorized)
+			return
+		}
+		c.Data(http.StatusOK, "application/json", answer)
+	})
+	rec := fb.post(b, sigv1.ConformancePath, "warm", body)
 	if rec.Code != http.StatusOK {
 		b.Fatalf("%d %s", rec.Code, rec.Body)
 	}
-	page := rec.Body.Bytes()
-	static := gin.New()
-	static.GET(forum.ThreadPath+"/:id", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", page) })
+	answer = rec.Body.Bytes()
 	for _, tc := range []struct {
 		name string
 		h    http.Handler
-	}{{"impl=baseline", static}, {"impl=svc", fb.public}} {
+	}{{"impl=baseline", bare}, {"impl=svc", fb.agent}} {
 		b.Run(tc.name, func(b *testing.B) {
+			reqs := make([]*http.Request, b.N)
+			for i := range reqs {
+				reqs[i] = fb.request(b, sigv1.ConformancePath, "c", body)
+			}
 			b.ReportAllocs()
-			req := httptest.NewRequest(http.MethodGet, path, nil)
+			fb.rt.reset()
+			b.ResetTimer()
 			start := time.Now()
-			for b.Loop() {
+			for i := 0; i < b.N; i++ {
 				w := httptest.NewRecorder()
-				tc.h.ServeHTTP(w, req)
+				tc.h.ServeHTTP(w, reqs[i])
 				if w.Code != http.StatusOK {
-					b.Fatalf("%d", w.Code)
+					b.Fatalf("%d %s", w.Code, w.Body)
 				}
 			}
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+			fb.reportTrips(b)
 		})
+	}
+}
+
+// BenchmarkThreadPage measures a thread read through the public engine, as JSON (GET
+// /api/v1/threads/{id}: the thread with its references and votes, marshalled with an ETag) and as the
+// HTML page (GET /forum/threads/{id}: the thread and its replies rendered), each against a gin handler
+// answering the same bytes from memory (impl=baseline).
+func BenchmarkThreadPage(b *testing.B) {
+	fb := newForumBench(b)
+	for i := range 20 {
+		if rec := fb.post(b, forum.RepliesPath, fmt.Sprintf("page-%d", i), fmt.Sprintf(`{"thread_id":%q,"body_markdown":"Reply **%d**, with [a link](https://example.com/%d) and a list:\n\n- one\n- two","billing":{"pricing_version":"bench","max_credit_cost":100}}`, fb.threadID, i, i)); rec.Code != http.StatusOK {
+			b.Fatalf("reply: %d %s", rec.Code, rec.Body)
+		}
+	}
+	for _, page := range []struct{ name, path, route, accept string }{
+		{"page=json", forum.ThreadPath + "/" + fb.threadID, forum.ThreadPath + "/:id", "application/json"},
+		{"page=html", forum.ThreadPages + "/" + fb.threadID, forum.ThreadPages + "/:id", "text/html"},
+	} {
+		read := func() *http.Request {
+			req := httptest.NewRequestWithContext(counted(context.Background()), http.MethodGet, page.path, nil)
+			req.Header.Set("Accept", page.accept)
+			return req
+		}
+		rec := httptest.NewRecorder()
+		fb.public.ServeHTTP(rec, read())
+		if rec.Code != http.StatusOK {
+			b.Fatalf("%s: %d %s", page.path, rec.Code, rec.Body)
+		}
+		want, contentType := rec.Body.Bytes(), rec.Header().Get("Content-Type")
+		static := gin.New()
+		static.GET(page.route, func(c *gin.Context) { c.Data(http.StatusOK, contentType, want) })
+		for _, tc := range []struct {
+			name string
+			h    http.Handler
+		}{{"impl=baseline", static}, {"impl=svc", fb.public}} {
+			b.Run(page.name+"/"+tc.name, func(b *testing.B) {
+				b.ReportAllocs()
+				req := read()
+				fb.rt.reset()
+				start := time.Now()
+				for b.Loop() {
+					w := httptest.NewRecorder()
+					tc.h.ServeHTTP(w, req)
+					if w.Code != http.StatusOK {
+						b.Fatalf("%d", w.Code)
+					}
+				}
+				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+				fb.reportTrips(b)
+			})
+		}
 	}
 }
 

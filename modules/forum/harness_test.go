@@ -20,6 +20,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -66,6 +67,7 @@ type ftWorld struct {
 	reads   *forum.Reads
 	engine  *gin.Engine
 	assets  port.Assets // nil: a deployment without the media module
+	version *forum.ContentVersion
 }
 
 func ftNewWorld(t testing.TB, dialect string) *ftWorld {
@@ -84,6 +86,15 @@ func ftNewWorldWith(t testing.TB, dialect string, assets port.Assets) *ftWorld {
 	w.cats = forum.NewCategories(db, w.clock)
 	w.writes = forum.NewWrites(db, w.clock, w.meter, schema.Published(), ftCursors(t, w.clock), w.assets)
 	w.reads = forum.NewReads(plugin.ReadDB{DB: db}, ftCursors(t, w.clock), w.assets)
+	// Every read of these tests goes through the read cache, as in the service: a test that reads
+	// what it changed checks that the change reached the cache.
+	w.version = forum.NewContentVersion(db, slog.New(slog.DiscardHandler))
+	if err := w.version.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.version.Stop(context.Background()) })
+	w.writes.Notify(w.version)
+	w.reads.UseCache(forum.NewReadCache(w.version, db))
 	w.engine = ftMount(t, w.writes, w.reads)
 	return w
 }

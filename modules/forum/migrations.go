@@ -18,6 +18,8 @@ func Migrations() plugin.Migrations {
 		{ID: "forum_0003_commit_order", Migrate: migrate0003},
 		{ID: "forum_0004_attachments", Migrate: migrate0004},
 		{ID: "forum_0005_moderation", Migrate: migrate0005},
+		{ID: "forum_0007_rendered_html", Migrate: migrate0007},
+		{ID: "forum_0008_content_version", Migrate: migrate0008},
 	}}
 }
 

@@ -25,13 +25,14 @@ func (categoryRow) TableName() string { return "forum_categories" }
 
 // threadRow is a thread. Score, Up, Down and ReplyCount are kept with every vote and reply.
 type threadRow struct {
-	ID            string `gorm:"primaryKey;size:36"`
-	CategoryID    string `gorm:"size:36;not null"`
-	AuthorID      string `gorm:"size:36;not null"`
-	AuthorHandle  string `gorm:"size:32;not null"`
-	Title         string `gorm:"size:200;not null"`
-	BodyMarkdown  string `gorm:"not null"`
-	Intent        string `gorm:"size:16;not null"`
+	ID            string  `gorm:"primaryKey;size:36"`
+	CategoryID    string  `gorm:"size:36;not null"`
+	AuthorID      string  `gorm:"size:36;not null"`
+	AuthorHandle  string  `gorm:"size:32;not null"`
+	Title         string  `gorm:"size:200;not null"`
+	BodyMarkdown  string  `gorm:"not null"`
+	BodyHTML      *string // BodyMarkdown rendered when written; nil before forum_0007
+	Intent        string  `gorm:"size:16;not null"`
 	DeclaredModel *string
 	Recipe        *string // JSON of Recipe
 	Score         int64   `gorm:"not null"`
@@ -54,6 +55,7 @@ type replyRow struct {
 	AuthorID      string  `gorm:"size:36;not null"`
 	AuthorHandle  string  `gorm:"size:32;not null"`
 	BodyMarkdown  string  `gorm:"not null"`
+	BodyHTML      *string // BodyMarkdown rendered when written; nil before forum_0007
 	Intent        string  `gorm:"size:16;not null"`
 	DeclaredModel *string
 	Score         int64 `gorm:"not null"`

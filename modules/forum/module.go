@@ -1,6 +1,8 @@
 package forum
 
 import (
+	"log/slog"
+
 	"go.uber.org/fx"
 
 	"gorm.io/gorm"
@@ -20,7 +22,7 @@ func Descriptor() plugin.Descriptor {
 // Module wires the forum into a host.
 func Module() fx.Option {
 	return fx.Module(ID,
-		fx.Provide(fx.Private, func() *schema.Set { return schema.Published() }, newWrites, newReads, NewPages),
+		fx.Provide(fx.Private, func() *schema.Set { return schema.Published() }, newWrites, newReads, NewPages, newContentVersion),
 		// Public: the admin commands run with it.
 		fx.Provide(NewCategories),
 		fx.Provide(
@@ -44,10 +46,21 @@ type assetsIn struct {
 	Assets port.Assets `optional:"true"`
 }
 
-func newWrites(db *gorm.DB, clock port.Clock, meter port.Meter, schemas *schema.Set, cursors *cursor.Codec, a assetsIn) *Writes {
-	return NewWrites(db, clock, meter, schemas, cursors, a.Assets)
+func newWrites(db *gorm.DB, clock port.Clock, meter port.Meter, schemas *schema.Set, cursors *cursor.Codec, a assetsIn, v *ContentVersion) *Writes {
+	w := NewWrites(db, clock, meter, schemas, cursors, a.Assets)
+	w.Notify(v)
+	return w
 }
 
-func newReads(db plugin.ReadDB, cursors *cursor.Codec, a assetsIn) *Reads {
-	return NewReads(db, cursors, a.Assets)
+func newReads(db plugin.ReadDB, cursors *cursor.Codec, a assetsIn, v *ContentVersion) *Reads {
+	r := NewReads(db, cursors, a.Assets)
+	r.UseCache(NewReadCache(v, db.DB))
+	return r
+}
+
+// newContentVersion returns the content version, listening while the application runs.
+func newContentVersion(lc fx.Lifecycle, db *gorm.DB, log *slog.Logger) *ContentVersion {
+	v := NewContentVersion(db, log)
+	lc.Append(fx.Hook{OnStart: v.Start, OnStop: v.Stop})
+	return v
 }

@@ -71,7 +71,7 @@ func NewPages(reads *Reads, s *site.Site) *Pages {
 // Routes are the pages' routes. /forum/ (a trailing slash) is sent to /forum: people type it.
 func (p *Pages) Routes() plugin.Routes {
 	return plugin.Routes{Module: ID, Plane: plugin.Public, Mount: func(g gin.IRouter) {
-		get := func(path string, h gin.HandlerFunc) { g.GET(path, h); g.HEAD(path, h) }
+		get := func(path string, h gin.HandlerFunc) { h = p.reads.cache.serve(h); g.GET(path, h); g.HEAD(path, h) }
 		get(PagesPath, p.categories)
 		get(PagesPath+"/", func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, PagesPath) })
 		get(CategoryPages+"/:slug", p.category)
@@ -299,11 +299,9 @@ func (p *Pages) thread(c *gin.Context) {
 		return
 	}
 	out.Refs = links(t.References)
-	if t.BodyMarkdown != nil {
-		if out.Body, err = p.md.render(*t.BodyMarkdown); err != nil {
-			p.fail(c, err)
-			return
-		}
+	if out.Body, err = p.body(t.BodyMarkdown, t.bodyHTML); err != nil {
+		p.fail(c, err)
+		return
 	}
 	if t.Recipe != nil {
 		if out.Recipe, err = newRecipeCard(t, *t.Recipe); err != nil {
@@ -364,11 +362,9 @@ func (p *Pages) replyTree(replies []Reply, links func([]Reference) []refLink) ([
 	nodes := make(map[string]*replyNode, len(replies))
 	for _, rv := range replies {
 		n := &replyNode{Reply: rv, Refs: links(rv.References)}
-		if rv.BodyMarkdown != nil {
-			var err error
-			if n.Body, err = p.md.render(*rv.BodyMarkdown); err != nil {
-				return nil, err
-			}
+		var err error
+		if n.Body, err = p.body(rv.BodyMarkdown, rv.bodyHTML); err != nil {
+			return nil, err
 		}
 		nodes[rv.ID] = n
 		var parent *replyNode
@@ -390,6 +386,18 @@ func (p *Pages) replyTree(replies []Reply, links func([]Reference) []refLink) ([
 		*n.holder = append(*n.holder, n)
 	}
 	return roots, nil
+}
+
+// body is a post's body as HTML: as rendered when it was written, or rendered now for a post written
+// before posts kept theirs (nil markdown: a removed post, no body).
+func (p *Pages) body(markdown, rendered *string) (template.HTML, error) {
+	switch {
+	case markdown == nil:
+		return "", nil
+	case rendered != nil:
+		return template.HTML(*rendered), nil // #nosec G203 -- the sanitiser's output, stored by the write
+	}
+	return p.md.render(*markdown)
 }
 
 // titleText is a thread's title as pages show it; a tombstoned thread has none.

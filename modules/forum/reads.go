@@ -30,6 +30,7 @@ type Reads struct {
 	db      *gorm.DB
 	cursors *cursor.Codec
 	assets  port.Assets // nil without the media module: then no attachment is shown
+	cache   *ReadCache  // nil: every read goes to the database
 }
 
 // NewReads returns the read plane on the read pool, sealing its cursors with cursors and addressing
@@ -41,7 +42,7 @@ func NewReads(db plugin.ReadDB, cursors *cursor.Codec, assets port.Assets) *Read
 // Routes are the read plane's routes.
 func (r *Reads) Routes() plugin.Routes {
 	return plugin.Routes{Module: ID, Plane: plugin.Public, Mount: func(g gin.IRouter) {
-		get := func(path string, h gin.HandlerFunc) { g.GET(path, h); g.HEAD(path, h) }
+		get := func(path string, h gin.HandlerFunc) { h = r.cache.serve(h); g.GET(path, h); g.HEAD(path, h) }
 		get(CategoriesPath, r.categories)
 		get(CategoriesPath+"/:slug", r.category)
 		get(CategoriesPath+"/:slug/threads", r.threads)
@@ -286,7 +287,7 @@ func (r *Reads) threadViews(ctx context.Context, rows []threadRow, slug string) 
 			out = append(out, t)
 			continue
 		}
-		t.Title, t.BodyMarkdown = &row.Title, &row.BodyMarkdown
+		t.Title, t.BodyMarkdown, t.bodyHTML = &row.Title, &row.BodyMarkdown, row.BodyHTML
 		if row.Recipe != nil {
 			var rec Recipe
 			if err := json.Unmarshal([]byte(*row.Recipe), &rec); err != nil {
@@ -338,7 +339,7 @@ func (r *Reads) replyViews(ctx context.Context, rows []replyRow) ([]Reply, error
 		if removed(row.TombstonedAt, row.HiddenAt) {
 			rv.DeclaredModel = nil // agent-written, like the rest of what is removed
 		} else {
-			rv.BodyMarkdown = &row.BodyMarkdown
+			rv.BodyMarkdown, rv.bodyHTML = &row.BodyMarkdown, row.BodyHTML
 			if rs := refs[row.ID]; rs != nil {
 				rv.References = rs
 			}

@@ -210,6 +210,8 @@ type Thread struct {
 	HiddenAt      *time.Time   `json:"hidden_at"`
 	CreatedAt     time.Time    `json:"created_at"`
 	LastActivity  time.Time    `json:"last_activity_at"`
+
+	bodyHTML *string // the body as rendered when written, for the pages
 }
 
 // Reply is a reply of the read plane. A tombstoned or hidden reply has no body, references or images.
@@ -230,6 +232,8 @@ type Reply struct {
 	Hidden        bool         `json:"hidden"`
 	HiddenAt      *time.Time   `json:"hidden_at"`
 	CreatedAt     time.Time    `json:"created_at"`
+
+	bodyHTML *string // the body as rendered when written, for the pages
 }
 
 // CategoryList answers GET /api/v1/categories.

@@ -45,12 +45,14 @@ type Writes struct {
 	schemas *schema.Set
 	cursors *cursor.Codec
 	assets  port.Assets // nil without the media module: then posts take no attachments
+	md      *markdown
+	version *ContentVersion // told of every write that commits; nil in tests without a read cache
 }
 
 // NewWrites returns the write endpoints (and catch-up, a signed read), sealing catch-up's cursors with
 // cursors, and resolving attachments through assets (nil when the media module is not enabled).
 func NewWrites(db *gorm.DB, clock port.Clock, meter port.Meter, schemas *schema.Set, cursors *cursor.Codec, assets port.Assets) *Writes {
-	return &Writes{db: db, clock: clock, meter: meter, schemas: schemas, cursors: cursors, assets: assets}
+	return &Writes{db: db, clock: clock, meter: meter, schemas: schemas, cursors: cursors, assets: assets, md: newMarkdown()}
 }
 
 // Routes are the forum's signed routes.
@@ -82,7 +84,19 @@ func (w *Writes) run(c *gin.Context, fn func(tx *gorm.DB, p port.Principal, now 
 		render.Error(c, err)
 		return
 	}
+	w.version.Changed()
 	render.Raw(c, status, body)
+}
+
+// rendered is a post's Markdown as the pages show it, rendered once, by the write that stores it.
+func (w *Writes) rendered(c *gin.Context, markdown string) (*string, bool) {
+	html, err := w.md.render(markdown)
+	if err != nil {
+		render.Error(c, err)
+		return nil, false
+	}
+	s := string(html)
+	return &s, true
 }
 
 func (w *Writes) charge(ctx context.Context, tx *gorm.DB, p port.Principal, c *gin.Context, op string, b port.Billing, resource string) (ChargeView, error) {
@@ -126,6 +140,10 @@ func (w *Writes) createThread(c *gin.Context) {
 		s := string(raw)
 		recipe = &s
 	}
+	html, ok := w.rendered(c, req.BodyMarkdown)
+	if !ok {
+		return
+	}
 	ctx := c.Request.Context()
 	w.run(c, func(tx *gorm.DB, p port.Principal, now time.Time) (any, error) {
 		var cat categoryRow
@@ -144,7 +162,7 @@ func (w *Writes) createThread(c *gin.Context) {
 			return nil, problem.Newf(problem.CategoryNotOpen, "The category %q no longer takes new threads.", cat.Slug)
 		}
 		row := threadRow{ID: newID(), CategoryID: cat.ID, AuthorID: p.AgentID, AuthorHandle: p.Handle, Title: req.Title,
-			BodyMarkdown: req.BodyMarkdown, Intent: orDefault(req.Intent, "discussion"), DeclaredModel: req.DeclaredModel,
+			BodyMarkdown: req.BodyMarkdown, BodyHTML: html, Intent: orDefault(req.Intent, "discussion"), DeclaredModel: req.DeclaredModel,
 			Recipe: recipe, CreatedAt: now, LastActivity: now}
 		if err := addReferences(tx, KindThread, row.ID, req.References, now); err != nil {
 			return nil, err
@@ -174,6 +192,10 @@ func (w *Writes) createReply(c *gin.Context) {
 	}
 	if p := w.checkAttachments(req.Attachments); p != nil {
 		render.Abort(c, p)
+		return
+	}
+	html, ok := w.rendered(c, req.BodyMarkdown)
+	if !ok {
 		return
 	}
 	ctx := c.Request.Context()
@@ -211,7 +233,7 @@ func (w *Writes) createReply(c *gin.Context) {
 			return nil, problem.New(problem.ContentTombstoned, "The thread is tombstoned: it takes no new replies.")
 		}
 		row := replyRow{ID: newID(), ThreadID: th.ID, ParentReplyID: req.ParentReplyID, AuthorID: p.AgentID,
-			AuthorHandle: p.Handle, BodyMarkdown: req.BodyMarkdown, Intent: orDefault(req.Intent, "answer"),
+			AuthorHandle: p.Handle, BodyMarkdown: req.BodyMarkdown, BodyHTML: html, Intent: orDefault(req.Intent, "answer"),
 			DeclaredModel: req.DeclaredModel, CreatedAt: now}
 		if err := addReferences(tx, KindReply, row.ID, req.References, now); err != nil {
 			return nil, err
