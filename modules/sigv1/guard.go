@@ -226,10 +226,16 @@ func (g *Guard) lookup(ctx context.Context, agentID, keyID string) (identity, bo
 }
 
 func (g *Guard) writeBlock(ctx context.Context, agentID, orgID string) (*problem.Problem, error) {
-	if s := g.memory.fresh(); s != nil {
+	return writeBlock(ctx, g.memory, g.switches, agentID, orgID)
+}
+
+// writeBlock is what stops a write by agentID of orgID now (blockOf), read from memory while it is
+// fresh, else from the database.
+func writeBlock(ctx context.Context, m *Memory, switches *Switches, agentID, orgID string) (*problem.Problem, error) {
+	if s := m.fresh(); s != nil {
 		return blockOf(agentID, orgID, func(name string) bool { return s.switches[name] }), nil
 	}
-	return g.switches.writeBlock(ctx, agentID, orgID)
+	return switches.writeBlock(ctx, agentID, orgID)
 }
 
 // futureNonceMemory bounds how far ahead a nonce of a request from the future is remembered.

@@ -27,6 +27,7 @@ type Endpoints struct {
 	schemas  *schema.Set
 	switches *Switches
 	limiter  *Limiter
+	memory   *Memory // nil: the switches are read from the database
 }
 
 // NewEndpoints returns the endpoints; schemas is the published set the bodies are validated against.
@@ -100,7 +101,7 @@ func (e *Endpoints) writeAdmission(c *gin.Context) {
 	ctx := c.Request.Context()
 	pr, _ := port.PrincipalFrom(ctx)
 	resp := WriteAdmissionResponse{Admitted: true, Channel: plugin.Channel(c)}
-	block, err := e.switches.writeBlock(ctx, pr.AgentID, pr.OrgID)
+	block, err := writeBlock(ctx, e.memory, e.switches, pr.AgentID, pr.OrgID)
 	if err != nil {
 		unavailable(c, err)
 		return
@@ -108,21 +109,18 @@ func (e *Endpoints) writeAdmission(c *gin.Context) {
 	if block != nil {
 		resp.BlockedBy = blocker(block)
 	} else {
-		now := e.clock.Now()
-		for _, l := range []struct {
-			bucket, what string
-			limit        int
-		}{
-			{"attempts:" + pr.AgentID, "signed requests", e.cfg.AttemptsPerWindow},
-			{"writes:" + pr.AgentID, "writes", e.cfg.WritesPerWindow},
-		} {
-			ok, retry, err := e.limiter.Peek(ctx, l.bucket, l.limit, e.cfg.RateWindow, now)
-			if err != nil {
-				unavailable(c, err)
-				return
-			}
-			if !ok {
-				resp.BlockedBy = blocker(rateLimited(retry, "The agent's limit of %s is used up in this window (%d per %s).", l.what, l.limit, e.cfg.RateWindow))
+		limits := []peek{
+			{Bucket: "attempts:" + pr.AgentID, Limit: e.cfg.AttemptsPerWindow, what: "signed requests"},
+			{Bucket: "writes:" + pr.AgentID, Limit: e.cfg.WritesPerWindow, what: "writes"},
+		}
+		// Both limits in one statement.
+		if err := e.limiter.PeekAll(ctx, limits, e.cfg.RateWindow, e.clock.Now()); err != nil {
+			unavailable(c, err)
+			return
+		}
+		for _, l := range limits {
+			if l.RetryAfter > 0 {
+				resp.BlockedBy = blocker(rateLimited(l.RetryAfter, "The agent's limit of %s is used up in this window (%d per %s).", l.what, l.Limit, e.cfg.RateWindow))
 				break
 			}
 		}

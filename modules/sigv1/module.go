@@ -36,7 +36,11 @@ func Module() fx.Option {
 			NewPruner,
 			NewMemory,
 			func() *schema.Set { return schema.Published() },
-			NewEndpoints,
+			func(cfg Config, clock port.Clock, schemas *schema.Set, s *Switches, l *Limiter, m *Memory) *Endpoints {
+				e := NewEndpoints(cfg, clock, schemas, s, l)
+				e.memory = m
+				return e
+			},
 			fx.Private,
 		),
 		fx.Provide(

@@ -46,16 +46,32 @@ RETURNING bucket, window_ms, hits`, bucket, start, window.Milliseconds()).Scan(&
 	return false, retryAfterSeconds(row.WindowMS+window.Milliseconds(), now), nil
 }
 
-// Peek reports, without counting, whether one more hit on bucket at now would be within limit.
-func (l *Limiter) Peek(ctx context.Context, bucket string, limit int, window time.Duration, now time.Time) (ok bool, retryAfter int, err error) {
+// peek is one bucket PeekAll looks at: RetryAfter > 0 when one more hit would pass Limit.
+type peek struct {
+	Bucket     string
+	Limit      int
+	RetryAfter int
+	what       string
+}
+
+// PeekAll is Peek of every bucket of peeks, in one statement.
+func (l *Limiter) PeekAll(ctx context.Context, peeks []peek, window time.Duration, now time.Time) error {
+	names := make([]string, len(peeks))
+	for i, p := range peeks {
+		names[i] = p.Bucket
+	}
 	var rows []rateWindow
-	if err := l.db.WithContext(ctx).Where("bucket = ?", bucket).Limit(1).Find(&rows).Error; err != nil {
-		return false, 0, fmt.Errorf("read rate limit: %w", err)
+	if err := l.db.WithContext(ctx).Where("bucket IN ?", names).Find(&rows).Error; err != nil {
+		return fmt.Errorf("read rate limits: %w", err)
 	}
-	if len(rows) == 0 || rows[0].WindowMS < windowStart(now, window) || rows[0].Hits < int64(limit) {
-		return true, 0, nil
+	for i := range peeks {
+		for _, row := range rows {
+			if row.Bucket == peeks[i].Bucket && row.WindowMS >= windowStart(now, window) && row.Hits >= int64(peeks[i].Limit) {
+				peeks[i].RetryAfter = retryAfterSeconds(row.WindowMS+window.Milliseconds(), now)
+			}
+		}
 	}
-	return false, retryAfterSeconds(rows[0].WindowMS+window.Milliseconds(), now), nil
+	return nil
 }
 
 // Prune deletes the windows that ended more than their length ago (window is the length of those that
