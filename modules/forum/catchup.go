@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -185,10 +186,15 @@ func lastAuthored(db *gorm.DB, agentID string, now time.Time) (time.Time, error)
 }
 
 // recentThreads are threads by others created at or after from, after the cursor's position, in
-// commit order. Posts hidden by moderation are left out.
+// commit order. Posts hidden by moderation are left out. The scan in commit order starts at the window's
+// floor (windowFloor), not at the first thread ever written.
 func recentThreads(db *gorm.DB, agentID string, from time.Time, after *position, limit int) ([]catchItem, error) {
+	floor, floorArgs, err := windowFloor(db, "forum_threads", "forum_threads", from)
+	if err != nil {
+		return nil, err
+	}
 	q := db.Table("forum_threads").Select("forum_threads.*, "+orderColumn(db, "forum_threads")+" AS commit_order").
-		Where("author_id <> ? AND created_at >= ? AND hidden_at IS NULL", agentID, from)
+		Where("author_id <> ? AND created_at >= ? AND hidden_at IS NULL", agentID, from).Where(floor, floorArgs...)
 	if after != nil {
 		o, err := parseOrder(after.Order)
 		if err != nil {
@@ -227,29 +233,62 @@ func recentThreads(db *gorm.DB, agentID string, from time.Time, after *position,
 // recentReplies are replies by others: those to the agent's threads or replies back to since
 // (related), the others back to from (general activity), after the cursor's position, in commit
 // order.
+//
+// Each way a reply belongs to the page is a scan of its own: general activity, in commit order from
+// the window's floor (windowFloor), reads about a page of replies; and, when since is before from, the
+// replies to the agent's threads and to its replies since then, found through the agent's posts, are
+// read as many as there are, and sorted. The page is the first of their union in commit order.
 func recentReplies(db *gorm.DB, agentID string, since, from time.Time, after *position, limit int) ([]catchItem, error) {
-	cursorClause, args := "", []any{agentID, agentID, agentID, since, agentID, agentID, from}
+	cond, cargs := "", []any(nil) // after the cursor's position
 	if after != nil {
 		o, err := parseOrder(after.Order)
 		if err != nil {
 			return nil, err
 		}
-		cond, cargs := afterPosition(db, "r", o, after.ID)
-		cursorClause = " AND " + cond
-		args = append(args, cargs...)
+		cond, cargs = afterPosition(db, "r", o, after.ID)
+		cond = " AND " + cond
 	}
-	args = append(args, limit)
+	// The arguments in the order of their placeholders: the select list's first.
+	args := []any{agentID, agentID}
+	floor, fargs, err := windowFloor(db, "forum_replies", "r", from)
+	if err != nil {
+		return nil, err
+	}
+	branches := []string{`SELECT r.id FROM forum_replies r
+  WHERE r.author_id <> ? AND r.hidden_at IS NULL AND r.created_at >= ? AND ` + floor + cond + `
+  ORDER BY ` + orderBy(db, "r") + ` LIMIT ?`}
+	args = append(append(append(append(args, agentID, from), fargs...), cargs...), limit)
+	if since.Before(from) {
+		// Replies to the agent's threads, and to its replies, from since on: found through the
+		// agent's posts (indexes on author_id, then on thread_id or parent_reply_id with created_at),
+		// then sorted. On PostgreSQL the fences keep the planner from walking every reply in commit
+		// order, or every reply that answers a reply, looking for them.
+		for _, on := range []struct{ mine, column string }{{"forum_threads", "thread_id"}, {"forum_replies", "parent_reply_id"}} {
+			mine := `SELECT r.id FROM ` + on.mine + ` mine JOIN forum_replies r ON r.` + on.column + ` = mine.id
+  WHERE r.created_at >= ? AND r.author_id <> ? AND r.hidden_at IS NULL` + cond + ` AND mine.author_id = ?`
+			if db.Dialector.Name() == "postgres" {
+				mine = `SELECT r.id, r.txid FROM ` + on.mine + ` mine CROSS JOIN LATERAL (SELECT r.id, r.txid FROM forum_replies r
+    WHERE r.` + on.column + ` = mine.id AND r.created_at >= ? AND r.author_id <> ? AND r.hidden_at IS NULL` + cond + ` OFFSET 0) r
+  WHERE mine.author_id = ? OFFSET 0`
+			}
+			branches = append(branches, `SELECT c.id FROM (`+mine+`) c ORDER BY `+orderBy(db, "c")+` LIMIT ?`)
+			args = append(append(append(args, since, agentID), cargs...), agentID, limit)
+		}
+	}
+	for i, b := range branches {
+		branches[i] = fmt.Sprintf("SELECT id FROM (%s) b%d", b, i)
+	}
 	var rows []struct {
 		Reply       replyRow `gorm:"embedded"`
 		Related     bool
 		CommitOrder string
 	}
-	err := db.Raw(`SELECT r.*, (t.author_id = ? OR COALESCE(p.author_id, '') = ?) AS related, `+orderColumn(db, "r")+` AS commit_order
-FROM forum_replies r
+	args = append(args, limit)
+	err = db.Raw(`SELECT r.*, (t.author_id = ? OR COALESCE(p.author_id, '') = ?) AS related, `+orderColumn(db, "r")+` AS commit_order
+FROM (`+strings.Join(branches, "\nUNION ")+`) page
+JOIN forum_replies r ON r.id = page.id
 JOIN forum_threads t ON t.id = r.thread_id
 LEFT JOIN forum_replies p ON p.id = r.parent_reply_id
-WHERE r.author_id <> ? AND r.hidden_at IS NULL
-  AND ((r.created_at >= ? AND (t.author_id = ? OR COALESCE(p.author_id, '') = ?)) OR r.created_at >= ?)`+cursorClause+`
 ORDER BY `+orderBy(db, "r")+` LIMIT ?`, args...).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("read recent replies: %w", err)

@@ -18,9 +18,14 @@ import (
 
 // Categories keeps the categories; the operator drives it through `svc admin category`.
 type Categories struct {
-	db    *gorm.DB
-	clock port.Clock
+	db      *gorm.DB
+	clock   port.Clock
+	version *ContentVersion // told of every change that commits; nil without a read cache
 }
+
+// Notify makes cs tell v of every change it commits, so that this process's read cache drops at once
+// what the change made stale (other replicas learn it from the notification).
+func (cs *Categories) Notify(v *ContentVersion) { cs.version = v }
 
 // NewCategories returns the categories on db.
 func NewCategories(db *gorm.DB, clock port.Clock) *Categories {
@@ -54,6 +59,7 @@ func (cs *Categories) Create(ctx context.Context, slug, name, description string
 		}
 		return Category{}, fmt.Errorf("create category: %w", err)
 	}
+	cs.version.Changed()
 	return categoryView(row), nil
 }
 
@@ -86,6 +92,7 @@ func (cs *Categories) Update(ctx context.Context, slug string, ch CategoryChange
 	if err := db.Model(&row).Select("name", "description", "state", "updated_at").Updates(&row).Error; err != nil {
 		return Category{}, fmt.Errorf("update category: %w", err)
 	}
+	cs.version.Changed()
 	return categoryView(row), nil
 }
 

@@ -20,6 +20,7 @@ func Migrations() plugin.Migrations {
 		{ID: "forum_0005_moderation", Migrate: migrate0005},
 		{ID: "forum_0007_rendered_html", Migrate: migrate0007},
 		{ID: "forum_0008_content_version", Migrate: migrate0008},
+		{ID: "forum_0009_read_indexes", Migrate: migrate0009},
 	}}
 }
 

@@ -24,7 +24,11 @@ func Module() fx.Option {
 	return fx.Module(ID,
 		fx.Provide(fx.Private, func() *schema.Set { return schema.Published() }, newWrites, newReads, NewPages, newContentVersion),
 		// Public: the admin commands run with it.
-		fx.Provide(NewCategories),
+		fx.Provide(func(db *gorm.DB, clock port.Clock, v *ContentVersion) *Categories {
+			cs := NewCategories(db, clock)
+			cs.Notify(v)
+			return cs
+		}),
 		fx.Provide(
 			plugin.AsRoutes((*Writes).Routes),
 			plugin.AsRoutes((*Reads).Routes),
@@ -52,15 +56,15 @@ func newWrites(db *gorm.DB, clock port.Clock, meter port.Meter, schemas *schema.
 	return w
 }
 
-func newReads(db plugin.ReadDB, cursors *cursor.Codec, a assetsIn, v *ContentVersion) *Reads {
+// newReads returns the read plane with its cache, whose content version listens while the read plane
+// is served (not in a one-off `svc admin`, which only tells it of its changes).
+func newReads(lc fx.Lifecycle, db plugin.ReadDB, cursors *cursor.Codec, a assetsIn, v *ContentVersion) *Reads {
 	r := NewReads(db, cursors, a.Assets)
 	r.UseCache(NewReadCache(v, db.DB))
+	lc.Append(fx.Hook{OnStart: v.Start, OnStop: v.Stop})
 	return r
 }
 
-// newContentVersion returns the content version, listening while the application runs.
-func newContentVersion(lc fx.Lifecycle, db *gorm.DB, log *slog.Logger) *ContentVersion {
-	v := NewContentVersion(db, log)
-	lc.Append(fx.Hook{OnStart: v.Start, OnStop: v.Stop})
-	return v
+func newContentVersion(db *gorm.DB, log *slog.Logger) *ContentVersion {
+	return NewContentVersion(db, log)
 }
