@@ -215,10 +215,11 @@ func TestSQLiteConcurrentWriters(t *testing.T) {
 	}
 }
 
-// The SQLite default runs in WAL mode with a busy timeout and foreign keys on.
+// The SQLite default runs in WAL mode with a busy timeout and foreign keys on, and checkpoints in the
+// background rather than in commits.
 func TestSQLitePragmas(t *testing.T) {
 	db := dbtest.Open(t, database.SQLite)
-	for pragma, want := range map[string]string{"journal_mode": "wal", "busy_timeout": "5000", "foreign_keys": "1"} {
+	for pragma, want := range map[string]string{"journal_mode": "wal", "busy_timeout": "5000", "foreign_keys": "1", "wal_autocheckpoint": "0"} {
 		var got string
 		if err := db.Raw("PRAGMA " + pragma).Scan(&got).Error; err != nil || got != want {
 			t.Errorf("PRAGMA %s = %q, %v; want %q", pragma, got, err, want)
