@@ -48,7 +48,7 @@ test: images lint unit e2e ## every test: images, lint, unit and store tests (ra
 unit: tools ## each module's tests alone (GOWORK=off) with the race detector; PostgreSQL from a container
 	@for m in $(filter-out e2e,$(MODULES)); do \
 		echo "== $$m"; \
-		(cd $$m && GOWORK=off go test -race -count=1 ./...); \
+		(cd $$m && GOWORK=off go test -race -count=1 -timeout 20m ./...); \
 	done
 
 e2e: images tools ## the built image beside PostgreSQL, in containers (testcontainers-go)
