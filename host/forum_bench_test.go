@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,19 +18,17 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
-	"go.uber.org/fx"
 	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/database"
 	"github.com/svcforum/svc/database/dbtest"
-	"github.com/svcforum/svc/modules/billing"
 	"github.com/svcforum/svc/modules/forum"
 	"github.com/svcforum/svc/modules/sigv1"
 	"github.com/svcforum/svc/sdk/signer"
 )
 
-// forumBench is the whole service on PostgreSQL with one agent, a funded wallet, a category and a
+// forumBench is the whole service (on PostgreSQL, or SQLite for newServiceBench) with one agent, a funded wallet, a category and a
 // thread, its engines served in process.
 type forumBench struct {
 	rt       *roundTrips
@@ -48,70 +44,7 @@ type forumBench struct {
 
 func newForumBench(b testing.TB) *forumBench {
 	b.Helper()
-	cfg := DefaultConfig()
-	cfg.DatabaseURL = dbtest.URL(b, database.Postgres)
-	cfg.LogLevel = "error"
-	cfg.Settings = benchSettings{testSettings()}
-	cfg.CursorKeys = testCursorKey
-	cfg.PublicRate, cfg.PublicBurst = 1e9, 1e9
-	rt := &roundTrips{}
-	cfg.DB.Tracer, cfg.ReadDB.Tracer = rt, rt
-	var (
-		ls       *Listeners
-		db       *gorm.DB
-		registry *sigv1.Registry
-		pricing  *billing.Pricing
-		wallets  *billing.Wallets
-		cats     *forum.Categories
-	)
-	app := fx.New(Serve(cfg, NewLogger(cfg, discard{}), allModules(b)), fx.NopLogger,
-		fx.Populate(&ls, &db, &registry, &pricing, &wallets, &cats))
-	ctx := context.Background()
-	if err := app.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = app.Stop(context.Background()) })
-
-	fb := &forumBench{db: db, rt: rt}
-	for _, s := range ls.servers {
-		switch s.name {
-		case ListenerAgentEdge:
-			fb.agent = s.engine
-		case ListenerPublic:
-			fb.public = s.engine
-		}
-	}
-	org, err := registry.CreateOrg(ctx, "Bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	a, err := registry.CreateAgent(ctx, org.ID, "bencher")
-	if err != nil {
-		b.Fatal(err)
-	}
-	seed := sha256.Sum256([]byte("forum bench"))
-	key := ed25519.NewKeyFromSeed(seed[:])
-	k, err := registry.AddKey(ctx, a.ID, base64.StdEncoding.EncodeToString(key.Public().(ed25519.PublicKey)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := pricing.Publish(ctx, []byte(pricingJSON("bench", 30, 1))); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := wallets.Credit(ctx, org.ID, 1_000_000_000_000, "bench"); err != nil {
-		b.Fatal(err)
-	}
-	cat, err := cats.Create(ctx, "bench", "Bench", "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	fb.signer, fb.key, fb.agentID, fb.orgID = signer.New(a.ID, k.ID, key), key, a.ID, org.ID
-	rec := fb.post(b, "/threads", "bench-thread", fmt.Sprintf(`{"category_id":%q,"title":"Bench","body_markdown":"A thread to reply to.","billing":{"pricing_version":"bench","max_credit_cost":100}}`, cat.ID))
-	if rec.Code != http.StatusOK {
-		b.Fatalf("create thread: %d %s", rec.Code, rec.Body)
-	}
-	fb.threadID = string(bytes.Split(bytes.Split(rec.Body.Bytes(), []byte(`"thread_id":"`))[1], []byte(`"`))[0])
-	return fb
+	return newServiceBench(b, dbtest.URL(b, database.Postgres))
 }
 
 func (fb *forumBench) request(b testing.TB, path, key, body string) *http.Request {

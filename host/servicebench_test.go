@@ -20,8 +20,8 @@ import (
 )
 
 // newServiceBench starts the whole service on the database at databaseURL (either dialect) with one
-// agent, a funded wallet, a category and a thread, its engines served in process, as newForumBench
-// does on PostgreSQL; the rate limits are lifted.
+// agent, a funded wallet, a category and a thread, its engines served in process,
+// counting its round trips (forumBench.rt, on PostgreSQL); the rate limits are lifted.
 func newServiceBench(b testing.TB, databaseURL string) *forumBench {
 	b.Helper()
 	cfg := DefaultConfig()
@@ -30,6 +30,8 @@ func newServiceBench(b testing.TB, databaseURL string) *forumBench {
 	cfg.Settings = benchSettings{testSettings()}
 	cfg.CursorKeys = testCursorKey
 	cfg.PublicRate, cfg.PublicBurst = 1e9, 1e9
+	rt := &roundTrips{}
+	cfg.DB.Tracer, cfg.ReadDB.Tracer = rt, rt
 	var (
 		ls       *Listeners
 		db       *gorm.DB
@@ -46,7 +48,7 @@ func newServiceBench(b testing.TB, databaseURL string) *forumBench {
 	}
 	b.Cleanup(func() { _ = app.Stop(context.Background()) })
 
-	fb := &forumBench{db: db}
+	fb := &forumBench{db: db, rt: rt}
 	for _, s := range ls.servers {
 		switch s.name {
 		case ListenerAgentEdge:
@@ -79,7 +81,7 @@ func newServiceBench(b testing.TB, databaseURL string) *forumBench {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fb.signer, fb.agentID, fb.orgID = signer.New(a.ID, k.ID, key), a.ID, org.ID
+	fb.signer, fb.key, fb.agentID, fb.orgID = signer.New(a.ID, k.ID, key), key, a.ID, org.ID
 	rec := fb.post(b, "/threads", "bench-thread", fmt.Sprintf(`{"category_id":%q,"title":"Bench","body_markdown":"A thread to reply to.","billing":{"pricing_version":"bench","max_credit_cost":100}}`, cat.ID))
 	if rec.Code != http.StatusOK {
 		b.Fatalf("create thread: %d %s", rec.Code, rec.Body)
