@@ -2,13 +2,10 @@ package forum
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 
@@ -18,12 +15,6 @@ import (
 // NotifyChannel is the PostgreSQL channel that every change to the forum's tables notifies
 // (migration forum_0008): the read caches of every replica listen on it.
 const NotifyChannel = "svc_forum"
-
-// listenBackoff bounds the waits between the listener's reconnection attempts.
-const (
-	listenBackoffMin = 100 * time.Millisecond
-	listenBackoffMax = 5 * time.Second
-)
 
 // contentToken is the version of the forum's content a cached read was built at: it is served again
 // only while the token is unchanged.
@@ -93,53 +84,21 @@ func (v *ContentVersion) token(ctx context.Context, read *gorm.DB) (contentToken
 	return t, true
 }
 
-// listen keeps a connection listening on NotifyChannel, bumping the generation on every notification
-// and every new connection (changes may have been missed while down). It reconnects with backoff and
-// logs each change of state once.
+// listen keeps a connection listening on NotifyChannel (database.Listen), bumping the generation on
+// every notification and every new connection (changes may have been missed while down), and logs
+// each change of state once.
 func (v *ContentVersion) listen(ctx context.Context, dsn string) {
-	backoff := listenBackoffMin
-	down := false
-	for ctx.Err() == nil {
-		err := v.listenOnce(ctx, dsn, &backoff)
-		if ctx.Err() != nil {
-			return
-		}
-		if v.listening.Swap(false) || !down {
+	down := false // logged as down since the last connection
+	database.Listen(ctx, dsn, NotifyChannel, func(connected bool, err error) {
+		switch {
+		case connected:
+			v.gen.Add(1)
+			if !v.listening.Swap(true) {
+				v.log.Info("forum read cache: listening for changes on " + NotifyChannel)
+			}
+		case v.listening.Swap(false) || !down:
 			down = true
 			v.log.Warn("forum read cache: listener not connected; reads go to the database until it reconnects", "error", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, listenBackoffMax)
-	}
-}
-
-func (v *ContentVersion) listenOnce(ctx context.Context, dsn string, backoff *time.Duration) error {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return fmt.Errorf("connect listener: %w", err)
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = conn.Close(cctx)
-	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	*backoff = listenBackoffMin
-	v.gen.Add(1)
-	if !v.listening.Swap(true) {
-		v.log.Info("forum read cache: listening for changes on " + NotifyChannel)
-	}
-	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
-			v.listening.Store(false)
-			return fmt.Errorf("wait for notification: %w", err)
-		}
-		v.gen.Add(1)
-	}
+	}, func() { v.gen.Add(1) })
 }

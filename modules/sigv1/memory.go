@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/svcforum/svc/database"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 )
@@ -25,12 +25,6 @@ const PollInterval = 250 * time.Millisecond
 
 // NotifyChannel is the PostgreSQL channel the state-version trigger notifies (migration 0003).
 const NotifyChannel = "svc_sigv1"
-
-// listenBackoff bounds the waits between the listener's reconnection attempts.
-const (
-	listenBackoffMin = 100 * time.Millisecond
-	listenBackoffMax = 5 * time.Second
-)
 
 // localChanges counts the changes this process made through Switches and Registry: a snapshot taken
 // before the latest one is not served, so that a process reads its own writes at once (the replica
@@ -196,52 +190,20 @@ func (m *Memory) refreshOnce(ctx context.Context) error {
 	return nil
 }
 
-// listen keeps a connection listening on NotifyChannel, waking the poll on every notification (and
-// on every new connection, for the changes missed while down). It reconnects with backoff and logs
-// each change of state once.
+// listen keeps a connection listening on NotifyChannel (database.Listen), waking the poll on every
+// notification and every new connection, and logs each change of state once.
 func (m *Memory) listen(ctx context.Context, dsn string) {
-	backoff := listenBackoffMin
 	down := false // logged as down since the last connection
-	for ctx.Err() == nil {
-		err := m.listenOnce(ctx, dsn, &backoff)
-		if ctx.Err() != nil {
-			return
-		}
-		if m.listening.Swap(false) || !down {
+	database.Listen(ctx, dsn, NotifyChannel, func(connected bool, err error) {
+		switch {
+		case connected:
+			if !m.listening.Swap(true) {
+				m.log.Info("sigv1 memory: listening for changes on " + NotifyChannel)
+			}
+			m.poke()
+		case m.listening.Swap(false) || !down:
 			down = true
 			m.log.Warn("sigv1 memory: listener not connected; polling every "+PollInterval.String()+" until it reconnects", "error", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, listenBackoffMax)
-	}
-}
-
-func (m *Memory) listenOnce(ctx context.Context, dsn string, backoff *time.Duration) error {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return fmt.Errorf("connect listener: %w", err)
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = conn.Close(cctx)
-	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	*backoff = listenBackoffMin
-	if !m.listening.Swap(true) {
-		m.log.Info("sigv1 memory: listening for changes on " + NotifyChannel)
-	}
-	m.poke()
-	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
-			return fmt.Errorf("wait for notification: %w", err)
-		}
-		m.poke()
-	}
+	}, m.poke)
 }
