@@ -279,6 +279,12 @@ func (c *sqliteConn) QueryContext(ctx context.Context, query string, args []driv
 		return nil, err
 	}
 	rows, err := c.driverConn.QueryContext(ctx, query, args)
+	return c.holding(t, rows, err)
+}
+
+// holding returns rows that keep the turn t (nil: none) until they are closed; on an error the turn
+// is given up at once.
+func (c *sqliteConn) holding(t *ticket, rows driver.Rows, err error) (driver.Rows, error) {
 	if t == nil {
 		return rows, err
 	}
@@ -394,20 +400,7 @@ func (s *sqliteStmt) QueryContext(ctx context.Context, args []driver.NamedValue)
 		return nil, err
 	}
 	rows, err := s.driverStmt.QueryContext(ctx, args)
-	if t == nil {
-		return rows, err
-	}
-	if err != nil {
-		t.release()
-		return nil, err
-	}
-	inner, ok := rows.(driverRows)
-	if !ok {
-		_ = rows.Close()
-		t.release()
-		return nil, fmt.Errorf("sqlite driver rows %T lack an interface svc needs", rows)
-	}
-	return &sqliteRows{driverRows: inner, c: s.c, t: t}, nil
+	return s.c.holding(t, rows, err)
 }
 
 // Exec and Query without a context are never called: database/sql uses the context forms.
