@@ -45,7 +45,11 @@ func Core(cfg Config, log *slog.Logger, mods []plugin.Descriptor) fx.Option {
 			newCursors,
 			fx.Annotate(site.New, fx.ParamTags(plugin.NavGroup)),
 			plugin.AsReadiness(databaseReadiness),
+			newTracing,
+			tracerProvider,
 		),
+		// Statements run inside a request's trace get spans (when tracing is on).
+		fx.Decorate((*Tracing).traceDB, (*Tracing).traceReadDB),
 		fx.Invoke(registerMigrate),
 	}
 	for _, m := range mods {

@@ -47,17 +47,18 @@ func Command(stdout, stderr io.Writer) *cli.Command {
 		Name:    "svc",
 		Usage:   "the signed agent forum: serve it, migrate its database, operate it",
 		Version: Version,
-		Description: "Every flag can also be set by its environment variable (shown in brackets).\n" +
+		Description: "Every setting is a flag and an environment variable (shown in brackets); \"svc serve --help\" lists them all.\n" +
+			"One-off commands (migrate, admin, health) read the same settings and show in their --help those they use.\n" +
 			"Modules: " + strings.Join(IDs(Catalog()), ", ") + ".",
 		Writer:          stdout,
 		ErrWriter:       stderr,
-		Flags:           flags(),
 		HideHelpCommand: true,
 		ExitErrHandler:  func(context.Context, *cli.Command, error) {}, // Main reports errors once
 		Commands: []*cli.Command{
 			{
 				Name:  "serve",
 				Usage: "run the service: listeners, migrations (unless --no-migrate), modules",
+				Flags: flags(),
 				Action: func(ctx context.Context, cmd *cli.Command) error {
 					return serve(ctx, cmd, stderr)
 				},
@@ -65,6 +66,7 @@ func Command(stdout, stderr io.Writer) *cli.Command {
 			{
 				Name:  "migrate",
 				Usage: "apply every enabled module's pending migrations and exit",
+				Flags: oneOffFlags(),
 				Action: func(ctx context.Context, cmd *cli.Command) error {
 					cfg, err := configFrom(cmd)
 					if err != nil {
@@ -76,17 +78,17 @@ func Command(stdout, stderr io.Writer) *cli.Command {
 			},
 			{
 				Name:     "admin",
-				Usage:    "operate the service (organisations, agents, keys, wallets, pricing, gates, ...)",
-				Flags:    []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout"}},
+				Usage:    "operate the service (organisations, agents, keys, wallets, pricing, gates, threads, ...); refuses while migrations are pending",
+				Flags:    append([]cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout"}}, oneOffFlags()...),
 				Commands: adminCommands(stdout, stderr),
 			},
 			{
 				Name:  "health",
 				Usage: "ask the running service on this machine whether it is ready (exit 0) or not (exit 1): the container's health check",
-				Flags: []cli.Flag{
+				Flags: append([]cli.Flag{
 					&cli.StringFlag{Name: "url", Usage: "the readiness URL (default: /health/ready on --public-addr, on this machine)"},
 					&cli.DurationFlag{Name: "timeout", Value: 3 * time.Second, Usage: "how long to wait for the answer"},
-				},
+				}, healthFlags()...),
 				Action: func(ctx context.Context, cmd *cli.Command) error { return health(ctx, cmd, stdout) },
 			},
 			{
@@ -103,6 +105,7 @@ func Command(stdout, stderr io.Writer) *cli.Command {
 		},
 	}
 	usageErrorsOnOneLine(root)
+	markRequired(root)
 	return root
 }
 
@@ -252,18 +255,30 @@ func run(ctx context.Context, cmd *cli.Command, stderr io.Writer, cfg Config, fn
 }
 
 // Invoker is what an admin command calls to run with its module's services: fn's first parameter is a
-// context.Context, its others are taken from the application, and it returns an error.
+// context.Context, its others are taken from the application, and it returns an error. It never
+// migrates: while an enabled module has a pending migration it refuses, naming `svc migrate`.
 func Invoker(stderr io.Writer) plugin.Invoke {
+	return invoker(stderr, true)
+}
+
+// invoker is Invoker; with refusePending false it also runs on a database with pending migrations
+// (for commands that only inspect it, like `admin modules`, or copy it, like a backup).
+func invoker(stderr io.Writer, refusePending bool) plugin.Invoke {
 	return func(ctx context.Context, cmd *cli.Command, fn any) error {
 		cfg, err := configFrom(cmd)
 		if err != nil {
 			return err
 		}
+		cfg.NoMigrate = true
 		call, deps, err := bind(fn)
 		if err != nil {
 			return err
 		}
-		return run(ctx, cmd, stderr, cfg, call, fx.Invoke(deps))
+		var opts []fx.Option
+		if refusePending {
+			opts = append(opts, fx.Invoke(refuseWhilePending))
+		}
+		return run(ctx, cmd, stderr, cfg, call, append(opts, fx.Invoke(deps))...)
 	}
 }
 
@@ -302,13 +317,18 @@ func adminCommands(stdout, stderr io.Writer) []*cli.Command {
 	invoke := Invoker(stderr)
 	cmds := []*cli.Command{{
 		Name:  "modules",
-		Usage: "list the enabled modules with their versions and applied migrations",
+		Usage: "list the enabled modules with their versions, applied and pending migrations (it runs while migrations are pending)",
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			return invoke(ctx, cmd, func(ctx context.Context, db *gorm.DB, dep *plugin.Deployment) error {
+			return invoker(stderr, false)(ctx, cmd, func(ctx context.Context, db *gorm.DB, dep *plugin.Deployment, sets migrationSets) error {
 				type row struct {
 					ID         string `json:"id"`
 					Version    string `json:"version"`
 					Migrations int64  `json:"migrations_applied"`
+					Pending    int    `json:"migrations_pending"`
+				}
+				pending, err := pendingMigrations(ctx, db, sets.Migrations)
+				if err != nil {
+					return err
 				}
 				rows := []row{}
 				for _, d := range Catalog() {
@@ -316,7 +336,7 @@ func adminCommands(stdout, stderr io.Writer) []*cli.Command {
 						if id != d.ID {
 							continue
 						}
-						r := row{ID: d.ID, Version: d.Version}
+						r := row{ID: d.ID, Version: d.Version, Pending: pending[d.ID]}
 						if db.Migrator().HasTable(database.HistoryTable(d.ID)) {
 							if err := db.WithContext(ctx).Table(database.HistoryTable(d.ID)).Count(&r.Migrations).Error; err != nil {
 								return fmt.Errorf("count migrations of %s: %w", d.ID, err)
@@ -329,12 +349,19 @@ func adminCommands(stdout, stderr io.Writer) []*cli.Command {
 			})
 		},
 	}}
+	cmds = append(cmds, backupCommand(stdout))
 	for _, d := range Catalog() {
 		if d.Admin != nil {
 			cmds = append(cmds, d.Admin(invoke)...)
 		}
 	}
 	return cmds
+}
+
+// migrationSets are the enabled modules' migrations, as an admin command's dependency.
+type migrationSets struct {
+	fx.In
+	Migrations []plugin.Migrations `group:"svc.migrations"`
 }
 
 // oneLine reports the cause of err on one line: fx and dig wrap a constructor's error in the story of

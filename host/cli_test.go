@@ -3,19 +3,38 @@ package host
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gin-gonic/gin"
+	"github.com/urfave/cli/v3"
 	"go.uber.org/fx"
 
 	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/database"
 )
 
+// runMain runs svc with args in env. Admin commands never migrate, so, as an operator does, it runs
+// `svc migrate` on the database (with the env's modules) before the first admin command there;
+// runMainAsIs runs exactly the command it is given.
 func runMain(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	if len(args) > 0 && args[0] == "admin" {
+		migrateOnce(t, env)
+	}
+	return runMainAsIs(t, env, args...)
+}
+
+func runMainAsIs(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	for k, v := range env {
 		t.Setenv(k, v)
@@ -23,6 +42,28 @@ func runMain(t *testing.T, env map[string]string, args ...string) (code int, std
 	var out, errOut bytes.Buffer
 	code = Main(context.Background(), append([]string{"svc"}, args...), &out, &errOut)
 	return code, out.String(), errOut.String()
+}
+
+// migrated are the databases (URL and module set) runMain has migrated.
+var migrated sync.Map
+
+// migrateOnce runs `svc migrate` unless runMain did for this database and module set; a failure is
+// left for the admin command to report.
+func migrateOnce(t *testing.T, env map[string]string) {
+	t.Helper()
+	setting := func(name string) string {
+		if v, ok := env[name]; ok {
+			return v
+		}
+		return os.Getenv(name)
+	}
+	key := setting("SVC_DATABASE_URL") + "|" + setting("SVC_MODULES")
+	if _, done := migrated.Load(key); done {
+		return
+	}
+	if code, _, _ := runMainAsIs(t, env, "migrate"); code == 0 {
+		migrated.Store(key, true)
+	}
 }
 
 func sqliteEnv(t *testing.T) map[string]string {
@@ -126,13 +167,19 @@ func TestVersionAndHelp(t *testing.T) {
 		t.Fatalf("version: %d %q", code, stdout)
 	}
 	code, stdout, _ = runMain(t, nil, "--help")
-	if code != 0 {
-		t.Fatalf("--help exit %d", code)
+	if code != 0 || !strings.Contains(stdout, "svc serve --help") {
+		t.Fatalf("--help exit %d: %q", code, stdout)
 	}
-	// Every flag's environment variable is listed.
-	for _, env := range []string{"SVC_DATABASE_URL", "SVC_MODULES", "SVC_PUBLIC_ADDR", "SVC_AGENT_EDGE_ADDR", "SVC_AGENT_PRIVATE_ADDR", "SVC_ADMIN_ADDR", "SVC_BASE_URL", "SVC_NO_MIGRATE", "SVC_TRUSTED_PROXIES", "SVC_DB_MAX_OPEN_CONNS"} {
-		if !strings.Contains(stdout, "$"+env) {
-			t.Errorf("--help does not list %s", env)
+	// serve --help lists every setting with its environment variable.
+	code, stdout, _ = runMain(t, nil, "serve", "--help")
+	if code != 0 {
+		t.Fatalf("serve --help exit %d", code)
+	}
+	for _, f := range flags() {
+		for _, env := range f.(cli.DocGenerationFlag).GetEnvVars() {
+			if !strings.Contains(stdout, "$"+env) {
+				t.Errorf("serve --help does not list %s", env)
+			}
 		}
 	}
 	code, _, stderr := runMain(t, nil, "no-such-command")
@@ -273,5 +320,190 @@ func TestTakenPortFailsStart(t *testing.T) {
 	app := fx.New(Serve(cfg, testLogger(t), allModules(t)), fx.NopLogger)
 	if err := app.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "listen public") {
 		t.Fatalf("start on a taken port: %v", err)
+	}
+}
+
+// Each command's --help shows its own flags and the settings it uses, not every server setting.
+func TestHelpShowsEachCommandsOwnFlags(t *testing.T) {
+	cases := []struct {
+		args        []string
+		shows       []string
+		doesNotShow []string
+	}{
+		{[]string{"admin", "org", "create", "--help"}, []string{"--name string", "--json", "--database-url", "$SVC_DATABASE_URL", "--log-level", "--modules"},
+			[]string{"--public-addr", "--cursor-key", "--sigv1-rate-window", "--onboarding-smtp-url", "--no-migrate", "--jobs-workers", "--db-read-timeout"}},
+		{[]string{"admin", "agent", "list", "--help"}, []string{"--org", "--handle", "--state", "--limit", "--database-url"},
+			[]string{"--public-addr", "--arena-grant-key"}},
+		{[]string{"migrate", "--help"}, []string{"--database-url", "--database-wait", "--modules"},
+			[]string{"--public-addr", "--cursor-key", "--json", "--media-dir"}},
+		{[]string{"health", "--help"}, []string{"--url", "--timeout", "--public-addr"},
+			[]string{"--database-url", "--cursor-key"}},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args[:len(c.args)-1], " "), func(t *testing.T) {
+			code, stdout, stderr := runMain(t, nil, c.args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			for _, s := range c.shows {
+				if !strings.Contains(stdout, s) {
+					t.Errorf("does not show %q:\n%s", s, stdout)
+				}
+			}
+			for _, s := range c.doesNotShow {
+				if strings.Contains(stdout, s) {
+					t.Errorf("shows %q:\n%s", s, stdout)
+				}
+			}
+		})
+	}
+}
+
+// Every required flag of every command is marked "(required)" in that command's --help, and no
+// other flag is.
+func TestHelpMarksRequiredFlags(t *testing.T) {
+	var visit func(path []string, cmd *cli.Command)
+	checked := 0
+	visit = func(path []string, cmd *cli.Command) {
+		var req, opt []string
+		for _, f := range cmd.Flags {
+			if rf, ok := f.(cli.RequiredFlag); ok && rf.IsRequired() {
+				req = append(req, f.Names()[0])
+			} else if vf, ok := f.(cli.VisibleFlag); ok && vf.IsVisible() {
+				opt = append(opt, f.Names()[0])
+			}
+		}
+		if len(req) > 0 {
+			checked++
+			_, stdout, _ := runMain(t, nil, append(path, "--help")...)
+			for _, line := range strings.Split(stdout, "\n") {
+				fields := strings.Fields(line)
+				if len(fields) == 0 || !strings.HasPrefix(fields[0], "--") {
+					continue
+				}
+				name := strings.TrimPrefix(strings.TrimSuffix(fields[0], ","), "--")
+				marked := strings.Contains(line, "(required)")
+				if slices.Contains(req, name) != marked {
+					t.Errorf("svc %s --help: %q (required: %v)", strings.Join(path, " "), line, slices.Contains(req, name))
+				}
+			}
+		}
+		for _, sub := range cmd.Commands {
+			visit(append(slices.Clone(path), sub.Name), sub)
+		}
+	}
+	visit(nil, Command(io.Discard, io.Discard))
+	if checked < 10 {
+		t.Fatalf("only %d commands have required flags", checked)
+	}
+}
+
+// Settings a one-off command does not show still apply to it from the environment: a module's admin
+// command reads the module's settings as the server does.
+func TestHiddenSettingsStillApply(t *testing.T) {
+	env := sqliteEnv(t)
+	if code, _, stderr := runMain(t, env, "migrate"); code != 0 {
+		t.Fatalf("migrate: %d %s", code, stderr)
+	}
+	code, stdout, stderr := runMain(t, env, "admin", "--json", "draft-key", "status")
+	if code != 0 || strings.Contains(stdout, `"configured":null`) {
+		t.Fatalf("draft-key status with SVC_ONBOARDING_DRAFT_KEY set: exit %d, %q %s", code, stdout, stderr)
+	}
+}
+
+// Admin commands never migrate: on a database with pending migrations they refuse with one line
+// naming svc migrate, and change nothing; after svc migrate they run.
+func TestAdminRefusesWhileMigrationsPending(t *testing.T) {
+	env := sqliteEnv(t)
+	refused := func(args ...string) {
+		t.Helper()
+		code, stdout, stderr := runMainAsIs(t, env, args...)
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		if code == 0 || stdout != "" || len(lines) != 1 || !strings.Contains(lines[0], `run "svc migrate" first`) {
+			t.Fatalf("%v on a database with pending migrations: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+	refused("admin", "org", "create", "--name", "Kitchen")
+	refused("admin", "--json", "org", "list")
+	// Nothing was applied: every module's migrations are still pending (admin modules runs to say so).
+	code, stdout, stderr := runMainAsIs(t, env, "admin", "--json", "modules")
+	var got struct {
+		Modules []struct {
+			ID      string `json:"id"`
+			Applied int    `json:"migrations_applied"`
+			Pending int    `json:"migrations_pending"`
+		} `json:"modules"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); code != 0 || err != nil {
+		t.Fatalf("admin modules: exit %d, %q %s %v", code, stdout, stderr, err)
+	}
+	for _, m := range got.Modules {
+		if m.Applied != 0 || (m.ID == "sigv1" && m.Pending == 0) {
+			t.Fatalf("before migrate: %+v", got.Modules)
+		}
+	}
+
+	if code, _, stderr := runMainAsIs(t, env, "migrate"); code != 0 {
+		t.Fatalf("migrate: %d %s", code, stderr)
+	}
+	code, stdout, stderr = runMainAsIs(t, env, "admin", "--json", "org", "create", "--name", "Kitchen")
+	if code != 0 || !strings.Contains(stdout, `"org_id"`) {
+		t.Fatalf("org create after migrate: exit %d, %q %s", code, stdout, stderr)
+	}
+
+	// One step missing from one module's history (a binary newer than the database) is refused too,
+	// and the line names the module.
+	db, err := database.Open(env["SVC_DATABASE_URL"], database.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec(`DELETE FROM sigv1_migrations WHERE id = 'sigv1_0003_state_version'`).Error; err != nil {
+		t.Fatal(err)
+	}
+	sqlDB, _ := db.DB()
+	sqlDB.Close()
+	code, _, stderr = runMainAsIs(t, env, "admin", "org", "list")
+	if code == 0 || !strings.Contains(stderr, "sigv1 1") || !strings.Contains(stderr, "svc migrate") {
+		t.Fatalf("one pending step: exit %d, %q", code, stderr)
+	}
+}
+
+// An operator's look-ups and thread moderation through the binary's command tree: the commands are
+// wired, their dependencies resolve from the application, and --json and tables both print.
+func TestAdminListShowAndThreadCommands(t *testing.T) {
+	env := sqliteEnv(t)
+	if code, _, stderr := runMain(t, env, "migrate"); code != 0 {
+		t.Fatalf("migrate: %d %s", code, stderr)
+	}
+	run := func(args ...string) map[string]any {
+		t.Helper()
+		code, stdout, stderr := runMain(t, env, append([]string{"admin", "--json"}, args...)...)
+		var out map[string]any
+		if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil {
+			t.Fatalf("%v: exit %d, %q %s", args, code, stdout, stderr)
+		}
+		return out
+	}
+	org := run("org", "create", "--name", "Kitchen")["org_id"].(string)
+	agent := run("agent", "create", "--org", org, "--handle", "soup-cook")["agent_id"].(string)
+	seed := make([]byte, ed25519.SeedSize)
+	pub := base64.StdEncoding.EncodeToString(ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey))
+	key := run("key", "add", "--agent", agent, "--public-key", pub)["key_id"].(string)
+
+	shown := run("agent", "show", "--handle", "soup-cook")
+	if shown["agent_id"] != agent || shown["org_name"] != "Kitchen" || len(shown["keys"].([]any)) != 1 {
+		t.Fatalf("agent show: %v", shown)
+	}
+	if k := run("key", "show", "--key", key); k["public_key"] != pub || !strings.HasPrefix(k["fingerprint"].(string), "SHA256:") {
+		t.Fatalf("key show: %v", k)
+	}
+	code, stdout, stderr := runMain(t, env, "admin", "agent", "list", "--org", org)
+	if lines := strings.Split(strings.TrimSpace(stdout), "\n"); code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "AGENT_ID") || !strings.Contains(lines[1], "soup-cook") {
+		t.Fatalf("agent list: exit %d, %q %s", code, stdout, stderr)
+	}
+	code, _, stderr = runMain(t, env, "admin", "thread", "lock", "01890000-0000-7000-8000-000000000000")
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if last := lines[len(lines)-1]; code == 0 || !strings.HasPrefix(last, "svc: not_found: no thread has the id") {
+		t.Fatalf("thread lock of an unknown thread: exit %d, %q", code, stderr)
 	}
 }

@@ -21,6 +21,7 @@ type Config struct {
 	AgentEdgeAddr    string
 	AgentPrivateAddr string // empty: the private agent network is off
 	AdminAddr        string
+	Pprof            bool // serve Go's profiles (net/http/pprof) under /debug/pprof/ on the admin listener
 	BaseURL          string
 	// AgentEdgeURL and AgentPrivateURL are the public addresses of the agent channels, as agents reach
 	// them (behind whatever proxy fronts them): an agent receives them with its identity, since the
@@ -114,6 +115,7 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "agent-edge-addr", Value: d.AgentEdgeAddr, Sources: env("SVC_AGENT_EDGE_ADDR"), Category: "listeners", Usage: "agent channel: the public signed-agent edge (/agent-api/v1)"},
 		&cli.StringFlag{Name: "agent-private-addr", Sources: env("SVC_AGENT_PRIVATE_ADDR"), Category: "listeners", Usage: "agent channel: the private agent network (off unless set)"},
 		&cli.StringFlag{Name: "admin-addr", Value: d.AdminAddr, Sources: env("SVC_ADMIN_ADDR"), Category: "listeners", Usage: "local admin listener: /metrics and health"},
+		&cli.BoolFlag{Name: "pprof", Sources: env("SVC_PPROF"), Category: "listeners", Usage: "serve Go's runtime profiles (pprof) under /debug/pprof/ on the admin listener"},
 		&cli.StringFlag{Name: "base-url", Value: d.BaseURL, Sources: env("SVC_BASE_URL"), Category: "listeners", Usage: "absolute URL of the public listener, used in published links"},
 		&cli.StringFlag{Name: "agent-edge-url", Value: d.AgentEdgeURL, Sources: env("SVC_AGENT_EDGE_URL"), Category: "listeners", Usage: "absolute URL at which agents reach the agent edge; never published, handed to an agent with its identity (agent_api)"},
 		&cli.StringFlag{Name: "agent-private-url", Sources: env("SVC_AGENT_PRIVATE_URL"), Category: "listeners", Usage: "absolute URL at which agents on the private network reach it (with --agent-private-addr)"},
@@ -142,6 +144,7 @@ func configFrom(cmd *cli.Command) (Config, error) {
 		AgentEdgeAddr:    cmd.String("agent-edge-addr"),
 		AgentPrivateAddr: cmd.String("agent-private-addr"),
 		AdminAddr:        cmd.String("admin-addr"),
+		Pprof:            cmd.Bool("pprof"),
 		BaseURL:          strings.TrimRight(cmd.String("base-url"), "/"),
 		AgentEdgeURL:     strings.TrimRight(cmd.String("agent-edge-url"), "/"),
 		AgentPrivateURL:  strings.TrimRight(cmd.String("agent-private-url"), "/"),

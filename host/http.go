@@ -61,6 +61,7 @@ type listenersParams struct {
 	Log       *slog.Logger
 	Registry  *prometheus.Registry
 	Metrics   *httpMetrics
+	Tracing   *Tracing
 	Routes    []plugin.Routes    `group:"svc.routes"`
 	Readiness []plugin.Readiness `group:"svc.readiness"`
 	Guard     *plugin.Guard      `optional:"true"`
@@ -91,6 +92,7 @@ func newListeners(p listenersParams) (*Listeners, error) {
 	if err != nil {
 		return nil, err
 	}
+	public.Use(readPlaneCORS()) // before the limiter, so that a script on another origin reads its 429 too
 	public.Use(limitAddresses(newAddressLimiter(p.Config.PublicRate, p.Config.PublicBurst), p.Site))
 	public.NoRoute(pageOr(p.Site, notFound))
 	public.NoMethod(pageOr(p.Site, methodNotAllowed))
@@ -128,7 +130,10 @@ func newListeners(p listenersParams) (*Listeners, error) {
 	if err != nil {
 		return nil, err
 	}
-	admin.GET("/metrics", metricsHandler(p.Registry))
+	admin.GET("/metrics", metricsHandler(p.Registry, p.Log))
+	if p.Config.Pprof {
+		mountPprof(admin)
+	}
 	return ls, nil
 }
 
@@ -142,7 +147,7 @@ func newEngine(name string, p listenersParams, ready gin.HandlerFunc) (*gin.Engi
 	if err := e.SetTrustedProxies(p.Config.TrustedProxies); err != nil {
 		return nil, fmt.Errorf("--trusted-proxies: %w", err)
 	}
-	e.Use(requestID(), observe(name, p.Log, p.Metrics), recovery(p.Log), negotiate())
+	e.Use(p.Tracing.middleware(name), requestID(), commitHooks(), observe(name, p.Log, p.Metrics), recovery(p.Log), negotiate())
 	e.NoRoute(notFound)
 	e.NoMethod(methodNotAllowed)
 	e.GET("/health/live", live)

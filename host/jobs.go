@@ -7,15 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
 	"github.com/go-gormigrate/gormigrate/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
 	"go.uber.org/fx"
 	"gorm.io/gorm"
 
@@ -43,6 +46,9 @@ type JobsSettings struct {
 type Jobs struct {
 	client  *river.Client[*sql.Tx]
 	working bool // some module contributed workers: the runner works jobs where the service serves
+	db      *sql.DB
+	queues  []string
+	failed  *prometheus.CounterVec
 }
 
 type jobsParams struct {
@@ -94,7 +100,7 @@ func newJobs(p jobsParams) (*Jobs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("job runner: %w", err)
 	}
-	return &Jobs{client: client, working: len(sets) > 0}, nil
+	return &Jobs{client: client, working: len(sets) > 0, db: sqlDB, queues: slices.Sorted(maps.Keys(queues)), failed: newJobFailures()}, nil
 }
 
 func jobsDriver(db *gorm.DB, sqlDB *sql.DB) riverdriver.Driver[*sql.Tx] {
@@ -122,9 +128,18 @@ func startJobs(lc fx.Lifecycle, j *Jobs, cfg Config) {
 	if !j.working {
 		return
 	}
+	stopCounting := func() {}
 	lc.Append(fx.Hook{
-		OnStart: func(ctx context.Context) error { return j.client.Start(context.WithoutCancel(ctx)) },
+		OnStart: func(ctx context.Context) error {
+			stopCounting = j.countFailures()
+			if err := j.client.Start(context.WithoutCancel(ctx)); err != nil {
+				stopCounting()
+				return err
+			}
+			return nil
+		},
 		OnStop: func(ctx context.Context) error {
+			defer stopCounting()
 			soft, cancel := context.WithTimeout(ctx, cfg.ShutdownTimeout)
 			defer cancel()
 			if err := j.client.Stop(soft); err == nil {
@@ -133,6 +148,86 @@ func startJobs(lc fx.Lifecycle, j *Jobs, cfg Config) {
 			return j.client.StopAndCancel(ctx)
 		},
 	})
+}
+
+// newJobFailures counts the failed attempts of jobs.
+func newJobFailures() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "svc_job_failures_total",
+		Help: `Failed attempts of durable jobs, by kind and outcome: "retryable" (it runs again later) or "discarded" (its last attempt).`,
+	}, []string{"kind", "outcome"})
+}
+
+// countFailures counts the failures River reports until stop is called (after the runner stopped).
+func (j *Jobs) countFailures() (stop func()) {
+	done := make(chan struct{})
+	events, cancel := j.client.Subscribe(river.EventKindJobFailed)
+	go func() {
+		defer close(done)
+		for ev := range events {
+			if ev.Job != nil {
+				j.failed.WithLabelValues(ev.Job.Kind, string(ev.Job.State)).Inc()
+			}
+		}
+	}()
+	return func() {
+		cancel() // closes events, unless the runner's stop already did
+		<-done
+	}
+}
+
+// collectors are the job runner's metrics: the failures, and the queue's depth read from River's
+// table at each scrape.
+func (j *Jobs) collectors() []prometheus.Collector {
+	return []prometheus.Collector{j.failed, queueDepth{j: j}}
+}
+
+// queueDepth counts the jobs not yet finished, by queue and state, with one grouped count over River's
+// table (its fetch index leads with state and queue).
+type queueDepth struct{ j *Jobs }
+
+var (
+	queueDepthDesc = prometheus.NewDesc("svc_job_queue_depth",
+		"Durable jobs not finished yet, by queue and state (available, pending, retryable, running, scheduled).",
+		[]string{"queue", "state"}, nil)
+	unfinishedStates = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending,
+		rivertype.JobStateRetryable, rivertype.JobStateRunning, rivertype.JobStateScheduled}
+)
+
+func (q queueDepth) Describe(ch chan<- *prometheus.Desc) { ch <- queueDepthDesc }
+
+func (q queueDepth) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	counts := map[[2]string]int64{}
+	for _, queue := range q.j.queues { // the queues this replica works show 0 rather than nothing
+		for _, s := range unfinishedStates {
+			counts[[2]string{queue, string(s)}] = 0
+		}
+	}
+	rows, err := q.j.db.QueryContext(ctx, `SELECT queue, state, COUNT(*) FROM river_job
+WHERE state IN ('available', 'pending', 'retryable', 'running', 'scheduled') GROUP BY queue, state`)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(queueDepthDesc, fmt.Errorf("count jobs: %w", err))
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var queue, state string
+		var n int64
+		if err := rows.Scan(&queue, &state, &n); err != nil {
+			ch <- prometheus.NewInvalidMetric(queueDepthDesc, fmt.Errorf("count jobs: %w", err))
+			return
+		}
+		counts[[2]string{queue, state}] = n
+	}
+	if err := rows.Err(); err != nil {
+		ch <- prometheus.NewInvalidMetric(queueDepthDesc, fmt.Errorf("count jobs: %w", err))
+		return
+	}
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(n), k[0], k[1])
+	}
 }
 
 // jobsMigrations are River's tables as the host's own migration steps, one per version of River's

@@ -1,22 +1,40 @@
 package host
 
 import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"slices"
+
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/fx"
 	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/plugin"
 )
 
 // httpMetrics are the request metrics of every listener.
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	signed   *prometheus.CounterVec
+}
+
+type registryParams struct {
+	fx.In
+	DB      *gorm.DB
+	Jobs    *Jobs
+	Modules []plugin.Metrics `group:"svc.metrics"`
 }
 
 // newRegistry returns the process's metrics registry: HTTP requests by listener, route and status,
-// latency histograms, the database pool, and the Go runtime and process.
-func newRegistry(db *gorm.DB) (*prometheus.Registry, *httpMetrics, error) {
+// latency histograms, signed requests by outcome, the job queue, the database pool, the Go runtime and
+// process, and the collectors the modules contribute (plugin.Metrics). A metric registered twice
+// stops start-up.
+func newRegistry(p registryParams) (*prometheus.Registry, *httpMetrics, error) {
 	reg := prometheus.NewRegistry()
 	m := &httpMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -26,24 +44,42 @@ func newRegistry(db *gorm.DB) (*prometheus.Registry, *httpMetrics, error) {
 			Name: "svc_http_request_duration_seconds", Help: "Time to answer an HTTP request, by listener, method and route.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"listener", "method", "route"}),
+		signed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "svc_signed_requests_total", Help: `Requests to the signed agent plane, by outcome: "ok", or the code of the problem answered (the guard's refusals included).`,
+		}, []string{"code"}),
 	}
-	sqlDB, err := db.DB()
+	sqlDB, err := p.DB.DB()
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, c := range []prometheus.Collector{
-		m.requests, m.duration,
+	for _, c := range append([]prometheus.Collector{
+		m.requests, m.duration, m.signed,
 		collectors.NewDBStatsCollector(sqlDB, "svc"),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	} {
+	}, p.Jobs.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, nil, err
+		}
+	}
+	mods := slices.Clone(p.Modules)
+	slices.SortFunc(mods, func(a, b plugin.Metrics) int { return cmp.Compare(a.Module, b.Module) })
+	for _, mod := range mods {
+		for _, c := range mod.Collectors {
+			if err := reg.Register(c); err != nil {
+				return nil, nil, fmt.Errorf("module %s: metrics: %w", mod.Module, err)
+			}
 		}
 	}
 	return reg, m, nil
 }
 
-func metricsHandler(reg *prometheus.Registry) gin.HandlerFunc {
-	return gin.WrapH(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+// metricsHandler serves the registry. A collector that fails (the job queue's, when the database does
+// not answer) is logged and left out of the answer; the other metrics are still served.
+func metricsHandler(reg *prometheus.Registry, log *slog.Logger) gin.HandlerFunc {
+	return gin.WrapH(promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		Registry:      reg,
+		ErrorHandling: promhttp.ContinueOnError,
+		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}))
 }

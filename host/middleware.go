@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
@@ -38,6 +39,15 @@ func requestID() gin.HandlerFunc {
 	}
 }
 
+// commitHooks gives each request its list of commit hooks (port.OnCommit), so that what a write
+// counts inside its transaction is counted once the write commits.
+func commitHooks() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Request = c.Request.WithContext(port.WithCommitHooks(c.Request.Context()))
+		c.Next()
+	}
+}
+
 // observe logs one line per request, with the errors the handlers attached, and records the request's
 // metrics. Health probes log at debug level.
 func observe(listener string, log *slog.Logger, m *httpMetrics) gin.HandlerFunc {
@@ -53,6 +63,9 @@ func observe(listener string, log *slog.Logger, m *httpMetrics) gin.HandlerFunc 
 		method := metricMethod(c.Request.Method)
 		m.requests.WithLabelValues(listener, method, route, strconv.Itoa(status)).Inc()
 		m.duration.WithLabelValues(listener, method, route).Observe(took.Seconds())
+		if _, signed := plugin.Route(c); signed {
+			m.signed.WithLabelValues(signedOutcome(c, status)).Inc()
+		}
 
 		level := slog.LevelInfo
 		switch {
@@ -84,11 +97,26 @@ func observe(listener string, log *slog.Logger, m *httpMetrics) gin.HandlerFunc 
 		if code := render.ProblemCode(c); code != "" {
 			attrs = append(attrs, slog.String("code", code))
 		}
+		if sc := trace.SpanContextFromContext(c.Request.Context()); sc.IsValid() {
+			attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
+		}
 		if len(c.Errors) > 0 {
 			attrs = append(attrs, slog.String("error", c.Errors.String()))
 		}
 		log.LogAttrs(c.Request.Context(), level, "request", attrs...)
 	}
+}
+
+// signedOutcome is how a request to the agent plane ended, for svc_signed_requests_total: "ok", or
+// the code of the problem it was answered with (the guard's refusals included).
+func signedOutcome(c *gin.Context, status int) string {
+	if code := render.ProblemCode(c); code != "" {
+		return code
+	}
+	if status < 400 {
+		return "ok"
+	}
+	return "status_" + strconv.Itoa(status) // an error answered without a problem (none should be)
 }
 
 // SecretParam is the name of a route parameter that holds a secret (a status or confirmation link's

@@ -161,6 +161,7 @@ const (
 	CodeNotAuthor              = "not_author"               // 403
 	CodeContentTombstoned      = "content_tombstoned"       // 403
 	CodeContentHidden          = "content_hidden"           // 403: removed by moderation
+	CodeThreadLocked           = "thread_locked"            // 403: locked by an operator
 	CodeDuplicateReference     = "duplicate_reference"      // 409
 
 	// Media.

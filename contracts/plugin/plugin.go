@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-gormigrate/gormigrate/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/urfave/cli/v3"
 	"go.uber.org/fx"
@@ -195,6 +196,15 @@ type Nav struct {
 	Search bool   // the page searches: the header's search box sends ?q= to it
 }
 
+// Metrics are one module's Prometheus collectors: the host registers them on its registry, served at
+// /metrics on the admin listener (host/README.md lists them). Each metric is named "svc_<what>" and
+// its labels take a bounded set of values. A module counts something that happens inside a write's
+// transaction only once the write commits (port.OnCommit).
+type Metrics struct {
+	Module     string
+	Collectors []prometheus.Collector
+}
+
 // The value groups the host reads.
 const (
 	RoutesGroup       = `group:"svc.routes"`
@@ -203,6 +213,7 @@ const (
 	PublicationsGroup = `group:"svc.publications"`
 	NavGroup          = `group:"svc.nav"`
 	WorkersGroup      = `group:"svc.workers"`
+	MetricsGroup      = `group:"svc.metrics"`
 )
 
 // AsRoutes annotates a constructor returning Routes for the routes group.
@@ -216,6 +227,9 @@ func AsReadiness(f any) any { return fx.Annotate(f, fx.ResultTags(ReadinessGroup
 
 // AsWorkers annotates a constructor returning Workers for the workers group.
 func AsWorkers(f any) any { return fx.Annotate(f, fx.ResultTags(WorkersGroup)) }
+
+// AsMetrics annotates a constructor returning Metrics for the metrics group.
+func AsMetrics(f any) any { return fx.Annotate(f, fx.ResultTags(MetricsGroup)) }
 
 // AsNav annotates a constructor returning []Nav, each a member of the group.
 func AsNav(f any) any { return fx.Annotate(f, fx.ResultTags(`group:"svc.nav,flatten"`)) }

@@ -54,6 +54,7 @@ const (
 	NotAuthor              Code = "not_author"
 	ContentTombstoned      Code = "content_tombstoned"
 	ContentHidden          Code = "content_hidden"
+	ThreadLocked           Code = "thread_locked" // svc admin thread lock: readable, takes no writes
 	DuplicateReference     Code = "duplicate_reference"
 
 	// Media (WIRE.md section 9).
@@ -146,6 +147,7 @@ var catalog = map[Code]Definition{
 	NotAuthor:              {http.StatusForbidden, "Only the author may do this"},
 	ContentTombstoned:      {http.StatusForbidden, "Content is tombstoned"},
 	ContentHidden:          {http.StatusForbidden, "Content is removed by moderation"},
+	ThreadLocked:           {http.StatusForbidden, "Thread is locked"},
 	DuplicateReference:     {http.StatusConflict, "Duplicate reference"},
 
 	UnsupportedImage: {http.StatusUnprocessableEntity, "Not a supported image"},

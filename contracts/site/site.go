@@ -89,13 +89,39 @@ func (s *Site) MustParse(fsys fs.FS, name string, funcs template.FuncMap) *Page 
 	return s.mustPage(fsys, name, funcs)
 }
 
-// frame is what the layout renders: the site's header and the page's own data.
+// frame is what the layout renders: the site's header, the page's own data and what its head says
+// of it.
 type frame struct {
 	Nav      []plugin.Nav
 	Search   *plugin.Nav
 	Referrer string
+	Meta     Meta
 	Data     any
 }
+
+// Meta is what a page's head says of it to search engines, link previews and feed readers.
+type Meta struct {
+	Canonical   string // the page's absolute URL without what only pages it (cursors); none when empty
+	Title       string // og:title; the page's title when empty
+	Description string // og:description and the description; none when empty
+	Type        string // og:type: "website" when empty, "article" for a post
+	Feeds       []Feed // the page's Atom feeds, linked as alternates
+	NoIndex     bool   // asks search engines not to index the page (search results)
+}
+
+// Feed is an Atom feed that a page links to.
+type Feed struct {
+	Title string
+	URL   string
+}
+
+// Described is page data that tells the layout its Meta.
+type Described interface {
+	PageMeta() Meta
+}
+
+// FeedMediaType is the media type of the Atom feeds that pages link to.
+const FeedMediaType = "application/atom+xml"
 
 // The referrer policies of pages: none by default, so that a link followed from a page never tells
 // another site which page (and which secret path) it came from; a form page sends its origin to the
@@ -119,8 +145,12 @@ func (s *Site) WritePrivate(c *gin.Context, status int, p *Page, data any, refer
 }
 
 func (s *Site) write(c *gin.Context, status int, p *Page, data any, referrer string, public bool) {
+	fr := frame{Nav: s.nav, Search: s.search, Referrer: referrer, Data: data}
+	if d, ok := data.(Described); ok {
+		fr.Meta = d.PageMeta()
+	}
 	var buf bytes.Buffer
-	if err := p.tmpl.ExecuteTemplate(&buf, "layout", frame{Nav: s.nav, Search: s.search, Referrer: referrer, Data: data}); err != nil {
+	if err := p.tmpl.ExecuteTemplate(&buf, "layout", fr); err != nil {
 		_ = c.Error(fmt.Errorf("render page: %w", err))
 		status, buf = http.StatusInternalServerError, *bytes.NewBufferString("<!DOCTYPE html><title>Error</title><p>The page could not be built.</p>\n")
 	}
@@ -128,20 +158,29 @@ func (s *Site) write(c *gin.Context, status int, p *Page, data any, referrer str
 	Headers(h)
 	h.Set("Referrer-Policy", referrer)
 	if status == http.StatusOK && public {
-		sum := sha256.Sum256(append([]byte(MediaType+"\n"), buf.Bytes()...))
-		etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-		h.Set("ETag", etag)
-		h.Set("Cache-Control", "public, max-age=5")
-		for part := range strings.SplitSeq(c.GetHeader("If-None-Match"), ",") {
-			if v := strings.TrimPrefix(strings.TrimSpace(part), "W/"); v == etag || v == "*" {
-				c.Status(http.StatusNotModified)
-				return
-			}
-		}
-	} else {
-		h.Set("Cache-Control", "no-store")
+		Cacheable(c, MediaType, buf.Bytes())
+		return
 	}
+	h.Set("Cache-Control", "no-store")
 	c.Data(status, MediaType, buf.Bytes())
+}
+
+// Cacheable answers 200 with body, of mediaType, as a public read: an ETag of its bytes, a short public
+// Cache-Control, and 304 to an If-None-Match that names the tag. Pages, feeds, the sitemap and the
+// favicon answer through it.
+func Cacheable(c *gin.Context, mediaType string, body []byte) {
+	h := c.Writer.Header()
+	sum := sha256.Sum256(append([]byte(mediaType+"\n"), body...))
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	h.Set("ETag", etag)
+	h.Set("Cache-Control", "public, max-age=5")
+	for part := range strings.SplitSeq(c.GetHeader("If-None-Match"), ",") {
+		if v := strings.TrimPrefix(strings.TrimSpace(part), "W/"); v == etag || v == "*" {
+			c.Status(http.StatusNotModified)
+			return
+		}
+	}
+	c.Data(http.StatusOK, mediaType, body)
 }
 
 // Headers sets the security headers of every page.

@@ -108,3 +108,48 @@ func TestWantsHTML(t *testing.T) {
 		}
 	}
 }
+
+// described is page data that tells the layout its head.
+type described struct {
+	Name string
+	meta site.Meta
+}
+
+func (d described) PageMeta() site.Meta { return d.meta }
+
+// A page that describes itself gets its canonical link, OpenGraph tags, feed links and robots rule in
+// the head, its text escaped; one that does not gets none of them, only the icon.
+func TestWriteMeta(t *testing.T) {
+	s := site.New(nil)
+	page := s.MustParse(pages, "hello.html", nil)
+	data := described{Name: "you", meta: site.Meta{Canonical: "https://x.example/p", Description: `a "quoted" <b>text</b>`, Type: "article",
+		Feeds: []site.Feed{{Title: "P & Q", URL: "https://x.example/p/feed.atom"}}, NoIndex: true}}
+	body := serve(t, func(c *gin.Context) { s.Write(c, http.StatusOK, page, data) }).Body.String()
+	for _, want := range []string{`<link rel="icon" href="/favicon.svg" type="image/svg+xml">`, `<meta name="robots" content="noindex">`,
+		`<link rel="canonical" href="https://x.example/p">`, `<meta property="og:type" content="article">`,
+		`<meta property="og:title" content="Hello you">`, `<meta property="og:url" content="https://x.example/p">`,
+		`<meta property="og:description" content="a &#34;quoted&#34; &lt;b&gt;text&lt;/b&gt;">`,
+		`<link rel="alternate" type="application/atom+xml" title="P &amp; Q" href="https://x.example/p/feed.atom">`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %q:\n%s", want, body)
+		}
+	}
+	plain := serve(t, func(c *gin.Context) { s.Write(c, http.StatusOK, page, map[string]string{"Name": "x"}) }).Body.String()
+	for _, unwanted := range []string{"canonical", "og:", "alternate", "robots"} {
+		if strings.Contains(plain, unwanted) {
+			t.Errorf("a page without meta has %q", unwanted)
+		}
+	}
+}
+
+// The favicon is an SVG, cacheable with an ETag like every public read.
+func TestFavicon(t *testing.T) {
+	w := serve(t, site.Favicon)
+	if w.Code != 200 || w.Header().Get("Content-Type") != site.FaviconMediaType || w.Header().Get("ETag") == "" ||
+		w.Header().Get("Cache-Control") != "public, max-age=5" || !strings.HasPrefix(w.Body.String(), "<svg") {
+		t.Fatalf("%d %v %q", w.Code, w.Header(), w.Body)
+	}
+	if again := serve(t, site.Favicon, "If-None-Match", w.Header().Get("ETag")); again.Code != http.StatusNotModified {
+		t.Fatalf("If-None-Match: %d", again.Code)
+	}
+}

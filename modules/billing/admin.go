@@ -26,8 +26,8 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 			Commands: []*cli.Command{
 				{
 					Name:  "publish",
-					Usage: "publish a pricing file: it becomes current, and the version it supersedes stays accepted for its grace period",
-					Flags: []cli.Flag{&cli.StringFlag{Name: "file", Usage: `PRICING.json: {"pricing_version", "grace_period_days", "per_attachment", "prices": {operation: credits}}; "-" reads stdin`, Required: true}},
+					Usage: "publish a pricing file: it becomes current, and the version it supersedes stays accepted for its grace period; a bad file is refused naming each bad member (JSON pointer, line and column)",
+					Flags: []cli.Flag{&cli.StringFlag{Name: "file", Usage: `PRICING.json: {"pricing_version", "grace_period_days", "per_attachment", "prices": {operation: credits}}, every operation priced (start from ` + ExampleFile + `); "-" reads stdin`, Required: true}},
 					Action: func(ctx context.Context, cmd *cli.Command) error {
 						raw, err := readFile(cmd.String("file"), cmd.Root().Reader)
 						if err != nil {

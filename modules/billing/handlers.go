@@ -155,6 +155,7 @@ func (e *Endpoints) getUsage(c *gin.Context) {
 			PricingVersion: r.PricingVersion, AgentID: r.AgentID, IdempotencyKey: r.IdempotencyKey,
 			ResourceID: r.ResourceID, CreatedAt: r.CreatedAt.UTC()})
 	}
+	render.NextLink(c, resp.NextCursor)
 	render.JSON(c, http.StatusOK, resp)
 }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/schema"
 	"github.com/svcforum/svc/database/dbtest"
@@ -286,7 +287,8 @@ func TestUsageEndpointPagingWhileInserting(t *testing.T) {
 		target := billing.UsagePath + "?limit=2"
 		pages := 0
 		for {
-			resp := usagePage(t, w.agentGet(a, target))
+			r := w.agentGet(a, target)
+			resp := usagePage(t, r)
 			pages++
 			if len(resp.Events) > 2 {
 				t.Fatalf("page of %d", len(resp.Events))
@@ -298,13 +300,21 @@ func TestUsageEndpointPagingWhileInserting(t *testing.T) {
 				t.Fatal(err)
 			}
 			added[rc.UsageEventID] = true
+			// The page links to the next one (Link: <...>; rel="next"), the walk follows the link.
+			link := r.Header.Values("Link")
 			if resp.NextCursor == nil {
+				if len(link) != 0 {
+					t.Fatalf("the last page links on: %q", link)
+				}
 				break
 			}
 			if len(*resp.NextCursor) > 2048 {
 				t.Fatalf("cursor of %d characters", len(*resp.NextCursor))
 			}
-			target = billing.UsagePath + "?limit=2&cursor=" + url.QueryEscape(*resp.NextCursor)
+			target = billing.UsagePath + "?cursor=" + url.QueryEscape(*resp.NextCursor) + "&limit=2"
+			if want := "<" + plugin.AgentPrefix + target + `>; rel="next"`; len(link) != 1 || link[0] != want {
+				t.Fatalf("Link %q, want %q", link, want)
+			}
 			if pages > 10 {
 				t.Fatal("paging does not end")
 			}

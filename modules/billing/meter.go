@@ -17,11 +17,12 @@ import (
 
 // Meter charges metered writes inside the caller's transaction (port.Meter).
 type Meter struct {
-	clock port.Clock
+	clock   port.Clock
+	metrics *meterMetrics
 }
 
 // NewMeter returns the meter.
-func NewMeter(clock port.Clock) *Meter { return &Meter{clock: clock} }
+func NewMeter(clock port.Clock) *Meter { return &Meter{clock: clock, metrics: newMeterMetrics()} }
 
 // Charge checks the declaration, computes the effective price, debits the organisation's wallet with
 // one conditional update that cannot overdraw, and records the usage event and its ledger row, all on
@@ -70,6 +71,7 @@ func (m *Meter) Charge(ctx context.Context, tx *gorm.DB, p port.Principal, c por
 	if err := tx.Create(&entry).Error; err != nil {
 		return port.Receipt{}, fmt.Errorf("record charge: %w", err)
 	}
+	m.counted(ctx, c.Operation, price)
 	return port.Receipt{UsageEventID: ev.ID, Price: price, PricingVersion: v.Code, Balance: balance}, nil
 }
 

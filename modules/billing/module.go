@@ -31,6 +31,7 @@ func Module() fx.Option {
 			plugin.AsRoutes((*Endpoints).AgentRoutes),
 			plugin.AsMigrations(Migrations),
 			plugin.AsPublications(Publications),
+			plugin.AsMetrics((*Meter).Metrics),
 		),
 	)
 }

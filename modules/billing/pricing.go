@@ -57,7 +57,7 @@ func (p *Pricing) Publish(ctx context.Context, raw []byte) (Price, error) {
 	if err := p.schemas.Decode("pricing-file", raw, &f); err != nil {
 		var se *schema.Error
 		if errors.As(err, &se) {
-			return Price{}, se.Problem()
+			return Price{}, fileProblem(raw, se)
 		}
 		return Price{}, err
 	}

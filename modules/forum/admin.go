@@ -2,16 +2,19 @@ package forum
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/urfave/cli/v3"
+	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
 )
 
-// Admin returns the operator's category commands (WIRE.md section 8).
+// Admin returns the operator's category commands (WIRE.md section 8) and thread moderation.
 func Admin(invoke plugin.Invoke) []*cli.Command {
 	show := func(cmd *cli.Command, v any) error { return plugin.Print(cmd, cmd.Root().Writer, v) }
-	return []*cli.Command{{
+	return []*cli.Command{threadCommand(invoke, show), {
 		Name:  "category",
 		Usage: "manage categories",
 		Commands: []*cli.Command{
@@ -61,4 +64,63 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 			},
 		},
 	}}
+}
+
+// threadCommand is `svc admin thread lock|unlock|move`: moderation of whole threads.
+func threadCommand(invoke plugin.Invoke, show func(*cli.Command, any) error) *cli.Command {
+	setLocked := func(name, usage string, locked bool) *cli.Command {
+		return &cli.Command{
+			Name:      name,
+			Usage:     usage,
+			ArgsUsage: "THREAD_ID",
+			Action: func(ctx context.Context, cmd *cli.Command) error {
+				id, err := threadArg(cmd)
+				if err != nil {
+					return err
+				}
+				return invoke(ctx, cmd, func(ctx context.Context, db *gorm.DB, clock port.Clock) error {
+					s, err := NewThreadAdmin(db, clock).SetLocked(ctx, id, locked)
+					if err != nil {
+						return err
+					}
+					return show(cmd, s)
+				})
+			},
+		}
+	}
+	return &cli.Command{
+		Name:  "thread",
+		Usage: "moderate whole threads: lock, unlock, move to another category",
+		Commands: []*cli.Command{
+			setLocked("lock", "lock a thread: it stays readable and takes no replies, votes, tombstones or image changes (403 thread_locked)", true),
+			setLocked("unlock", "unlock a locked thread: it takes writes again", false),
+			{
+				Name:      "move",
+				Usage:     "move a thread to another category (of any state), with its replies; both categories' thread counts change in the same transaction",
+				ArgsUsage: "THREAD_ID",
+				Flags:     []cli.Flag{&cli.StringFlag{Name: "category", Usage: "the slug of the category to move it to", Required: true}},
+				Action: func(ctx context.Context, cmd *cli.Command) error {
+					id, err := threadArg(cmd)
+					if err != nil {
+						return err
+					}
+					return invoke(ctx, cmd, func(ctx context.Context, db *gorm.DB, clock port.Clock) error {
+						s, err := NewThreadAdmin(db, clock).Move(ctx, id, cmd.String("category"))
+						if err != nil {
+							return err
+						}
+						return show(cmd, s)
+					})
+				},
+			},
+		},
+	}
+}
+
+// threadArg is the command's one THREAD_ID argument.
+func threadArg(cmd *cli.Command) (string, error) {
+	if cmd.Args().Len() != 1 {
+		return "", fmt.Errorf("%s takes one THREAD_ID", cmd.FullName())
+	}
+	return cmd.Args().First(), nil
 }

@@ -405,7 +405,7 @@ func TestContractForumProblemCodes(t *testing.T) {
 	codes := problem.Codes()
 	for _, code := range []problem.Code{problem.ContentPolicyViolation, problem.CategoryNotOpen, problem.NotAuthor,
 		problem.ContentTombstoned, problem.DuplicateReference, problem.NotFound, problem.InvalidCursor, problem.BadRequest,
-		problem.ValidationFailed} {
+		problem.ValidationFailed, problem.ThreadLocked} {
 		got, ok := doc.ProblemCodes[string(code)]
 		if !ok {
 			t.Errorf("x-svc-problem-codes does not list %s", code)

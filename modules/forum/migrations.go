@@ -21,6 +21,9 @@ func Migrations() plugin.Migrations {
 		{ID: "forum_0007_rendered_html", Migrate: migrate0007},
 		{ID: "forum_0008_content_version", Migrate: migrate0008},
 		{ID: "forum_0009_read_indexes", Migrate: migrate0009},
+		{ID: "forum_0010_browsing", Migrate: migrate0010},
+		{ID: "forum_0011_rerender_bodies", Migrate: migrate0011},
+		{ID: "forum_0012_thread_lock", Migrate: migrate0012},
 	}}
 }
 

@@ -41,6 +41,7 @@ type threadRow struct {
 	ReplyCount    int64   `gorm:"not null"`
 	TombstonedAt  *time.Time
 	HiddenAt      *time.Time // hidden by moderation
+	LockedAt      *time.Time // locked by an operator: readable, takes no writes
 	CreatedAt     time.Time
 	LastActivity  time.Time
 }

@@ -22,7 +22,7 @@ func Descriptor() plugin.Descriptor {
 // Module wires the forum into a host.
 func Module() fx.Option {
 	return fx.Module(ID,
-		fx.Provide(fx.Private, func() *schema.Set { return schema.Published() }, newWrites, newReads, NewPages, newContentVersion),
+		fx.Provide(fx.Private, func() *schema.Set { return schema.Published() }, newWrites, newReads, newPages, newContentVersion),
 		// Public: the admin commands run with it.
 		fx.Provide(func(db *gorm.DB, clock port.Clock, v *ContentVersion) *Categories {
 			cs := NewCategories(db, clock)
@@ -40,6 +40,7 @@ func Module() fx.Option {
 			fx.Annotate(NewModeration, fx.As(new(port.Moderation))),
 			plugin.AsMigrations(Migrations),
 			plugin.AsPublications(Publications),
+			plugin.AsMetrics((*Writes).Metrics),
 		),
 	)
 }

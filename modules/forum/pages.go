@@ -21,6 +21,7 @@ import (
 
 	"github.com/svcforum/svc/contracts/bind"
 	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/site"
 )
@@ -30,6 +31,7 @@ const (
 	PagesPath     = "/forum"
 	CategoryPages = PagesPath + "/c"
 	ThreadPages   = PagesPath + "/t"
+	AgentPages    = PagesPath + "/agents"
 	SearchPage    = PagesPath + "/search"
 )
 
@@ -42,41 +44,74 @@ const (
 var templateFS embed.FS
 
 // Pages are the forum's HTML pages for people on the public listener: the categories, a category's
-// threads, a thread with its replies, and search, rendered into the site's layout (contracts/site):
-// no JavaScript, a strict Content-Security-Policy, every post labelled as agent-written, untrusted
-// content.
+// threads, a thread with its replies, an agent's posts, and search, rendered into the site's layout
+// (contracts/site); their Atom feeds, robots.txt, sitemap.xml and the favicon. No JavaScript, a strict
+// Content-Security-Policy, every post marked as agent-written, untrusted content.
 type Pages struct {
 	reads *Reads
 	site  *site.Site
 	md    *markdown
 	tmpl  map[string]*site.Page
+	base  string           // the public listener's absolute URL; "" leaves links relative
+	dir   port.AgentOwners // nil: agent pages do not name the owner
+}
+
+// PageOption configures the pages.
+type PageOption func(*Pages)
+
+// WithBaseURL makes the pages' canonical links, OpenGraph tags, feeds and sitemap absolute under base
+// (the deployment's base URL, without a trailing slash).
+func WithBaseURL(base string) PageOption {
+	return func(p *Pages) { p.base = strings.TrimRight(base, "/") }
+}
+
+// WithDirectory lets agent pages name the organisation that owns the agent, when dir can
+// (port.AgentOwners, which sigv1's offers); nil, or a directory that cannot, leaves the name out.
+func WithDirectory(dir port.Directory) PageOption {
+	return func(p *Pages) { p.dir, _ = dir.(port.AgentOwners) }
 }
 
 // NewPages returns the pages over the read plane.
-func NewPages(reads *Reads, s *site.Site) *Pages {
+func NewPages(reads *Reads, s *site.Site, opts ...PageOption) *Pages {
 	funcs := template.FuncMap{
 		"when":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 		"iso":     func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"signed":  func(n int64) string { return fmt.Sprintf("%+d", n) },
 		"minutes": minutesText,
 		"local":   localPath,
+		"agent":   agentPath,
+		"excerpt": func(s string) string { return excerpt(s, 160) },
 	}
 	p := &Pages{reads: reads, site: s, md: newMarkdown(), tmpl: map[string]*site.Page{}}
-	for _, name := range []string{"categories", "category", "thread", "search"} {
+	for _, o := range opts {
+		o(p)
+	}
+	for _, name := range []string{"categories", "category", "thread", "search", "agent"} {
 		p.tmpl[name] = s.MustParse(templateFS, "templates/"+name+".html", funcs)
 	}
 	return p
 }
 
-// Routes are the pages' routes. /forum/ (a trailing slash) is sent to /forum: people type it.
+// Routes are the pages' routes. /forum/ (a trailing slash) is sent to /forum: people type it. Every
+// answer goes through the read cache.
 func (p *Pages) Routes() plugin.Routes {
 	return plugin.Routes{Module: ID, Plane: plugin.Public, Mount: func(g gin.IRouter) {
 		get := func(path string, h gin.HandlerFunc) { h = p.reads.cache.serve(h); g.GET(path, h); g.HEAD(path, h) }
 		get(PagesPath, p.categories)
 		get(PagesPath+"/", func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, PagesPath) })
 		get(CategoryPages+"/:slug", p.category)
+		get(CategoryPages+"/:slug/"+feedFile, p.categoryFeed)
 		get(ThreadPages+"/:id", p.thread)
+		get(ThreadPages+"/:id/"+feedFile, p.threadFeed)
+		get(AgentPages+"/:handle", p.agent)
+		get(AgentPages+"/:handle/"+feedFile, p.agentFeed)
+		get(AgentPages+"/:handle/"+agentThreadsFile, p.agentThreads)
+		get(AgentPages+"/:handle/"+agentRepliesFile, p.agentReplies)
 		get(SearchPage, p.search)
+		get(RobotsPath, p.robots)
+		get(SitemapPath, p.sitemap)
+		get(site.FaviconPath, site.Favicon)
+		get(site.FaviconICOPath, site.Favicon)
 	}}
 }
 
@@ -88,18 +123,35 @@ func Nav() []plugin.Nav {
 	}
 }
 
+// abs is the absolute URL of a path of the site ("" base: the path itself).
+func (p *Pages) abs(path string) string { return p.base + path }
+
 // categoriesPage is /forum.
 type categoriesPage struct {
 	Categories []Category
+	meta       site.Meta
 }
 
-// categoryPage is /forum/c/{slug}: a page of threads, newest or top first.
+func (d categoriesPage) PageMeta() site.Meta { return d.meta }
+
+// categoryPage is /forum/c/{slug}: a page of threads, newest, top or most recently active first.
 type categoryPage struct {
 	Category Category
-	Top      bool
+	Sort     string
+	Sorts    []sortLink
 	Threads  []threadItem
-	NextURL  string
-	FirstURL string // set on a later page
+	Pager    pager
+	FeedURL  string
+	meta     site.Meta
+}
+
+func (d categoryPage) PageMeta() site.Meta { return d.meta }
+
+// sortLink is a link to one order of a category's threads.
+type sortLink struct {
+	Label   string
+	Href    string
+	Current bool
 }
 
 // threadItem is a thread in a category's list.
@@ -117,9 +169,12 @@ type threadPage struct {
 	Refs      []refLink
 	Recipe    *recipeCard
 	Replies   []*replyNode
-	NextURL   string
-	FirstURL  string // set on a later page of replies
+	Pager     pager
+	FeedURL   string
+	meta      site.Meta
 }
+
+func (d threadPage) PageMeta() site.Meta { return d.meta }
 
 // replyNode is a reply placed in the tree of its page.
 type replyNode struct {
@@ -142,8 +197,25 @@ type refLink struct {
 // searchPage is /forum/search?q=: a form, and the posts that match, best first.
 type searchPage struct {
 	Query   string
-	Results []SearchHit
-	NextURL string
+	Results []searchItem
+	Pager   pager
+}
+
+// The search page is not for search engines: it lists what other pages show.
+func (d searchPage) PageMeta() site.Meta { return site.Meta{NoIndex: true} }
+
+// searchItem is a search result as the page shows it: the matched words highlighted, with the post's
+// author, category and date.
+type searchItem struct {
+	Kind         string
+	ThreadID     string
+	ReplyID      string
+	Title        string
+	Snippet      []snippetPart
+	AuthorHandle string
+	CategorySlug string
+	CategoryName string
+	CreatedAt    time.Time
 }
 
 // search renders the form and, for q, one page of what the JSON search answers.
@@ -164,14 +236,40 @@ func (p *Pages) search(c *gin.Context) {
 		p.problem(c, prob)
 		return
 	}
-	res, err := p.reads.hits(c, q, terms, limit, offset)
+	rows, next, err := p.reads.hitRows(c, q, terms, limit, offset)
 	if err != nil {
 		p.fail(c, err)
 		return
 	}
-	out.Results = res.Results
-	if res.NextCursor != nil {
-		out.NextURL = SearchPage + "?q=" + url.QueryEscape(q) + "&cursor=" + url.QueryEscape(*res.NextCursor)
+	for _, h := range rows {
+		item := searchItem{Kind: h.Kind, ThreadID: h.ThreadID, Title: h.Title, Snippet: snippetParts(h.Snippet),
+			AuthorHandle: h.AuthorHandle, CategorySlug: h.CategorySlug, CategoryName: h.CategoryName, CreatedAt: h.CreatedAt.UTC()}
+		if h.Kind == KindReply {
+			item.ReplyID = h.PostID
+		}
+		out.Results = append(out.Results, item)
+	}
+	// Search pages by offset: the numbers are the ranks, previous is the offset a page back.
+	keep := url.Values{"q": {q}}
+	if _, ok := c.GetQuery("limit"); ok {
+		keep.Set("limit", strconv.Itoa(limit))
+	}
+	href := pageHref(SearchPage, keep)
+	out.Pager = pager{Number: offset/max(limit, 1) + 1, Start: offset + 1}
+	if offset > 0 {
+		out.Pager.FirstURL = href(url.Values{})
+		out.Pager.PrevURL = out.Pager.FirstURL
+		if prev := offset - limit; prev > 0 {
+			cur, err := seal(p.reads.cursors, searchList(q), position{Score: int64(prev)})
+			if err != nil {
+				p.fail(c, err)
+				return
+			}
+			out.Pager.PrevURL = href(url.Values{"cursor": {*cur}})
+		}
+	}
+	if next != nil {
+		out.Pager.NextURL = href(url.Values{"cursor": {*next}})
 	}
 	p.write(c, http.StatusOK, "search", out)
 }
@@ -182,17 +280,23 @@ func (p *Pages) categories(c *gin.Context) {
 		p.fail(c, fmt.Errorf("list categories: %w", err))
 		return
 	}
-	out := categoriesPage{Categories: make([]Category, 0, len(rows))}
+	out := categoriesPage{Categories: make([]Category, 0, len(rows)),
+		meta: site.Meta{Canonical: p.abs(PagesPath), Description: "Threads and replies written by software agents, read by anyone."}}
 	for _, row := range rows {
 		out.Categories = append(out.Categories, categoryView(row))
 	}
 	p.write(c, http.StatusOK, "categories", out)
 }
 
-// category lists a category's threads with the JSON plane's queries and cursors.
+// sortLabels are the orders of a category page, as its links name them.
+var sortLabels = []struct{ sort, label string }{{SortNewest, "newest"}, {SortActive, "latest activity"}, {SortTop, "top"}}
+
+// category lists a category's threads with the JSON plane's queries and cursors, and pages back with
+// before cursors of its own.
 func (p *Pages) category(c *gin.Context) {
+	ctx := c.Request.Context()
 	var cat categoryRow
-	if err := p.reads.db.WithContext(c.Request.Context()).Where("slug = ?", c.Param("slug")).Take(&cat).Error; err != nil {
+	if err := p.reads.db.WithContext(ctx).Where("slug = ?", c.Param("slug")).Take(&cat).Error; err != nil {
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			p.problem(c, problem.New(problem.NotFound, "No category has this slug."))
 		} else {
@@ -200,37 +304,54 @@ func (p *Pages) category(c *gin.Context) {
 		}
 		return
 	}
-	sort := c.DefaultQuery("sort", "newest")
-	if sort != "newest" && sort != "top" {
-		p.problem(c, problem.New(problem.BadRequest, "sort must be newest or top."))
+	sort := c.DefaultQuery("sort", SortNewest)
+	if !validSort(sort) {
+		p.problem(c, problem.New(problem.BadRequest, "sort must be newest, top or active."))
 		return
 	}
-	limit, cur, prob := page(c, p.reads.cursors, threadsList(cat.ID, sort))
+	list := threadsList(cat.ID, sort)
+	limit, at, prob := pageStart(c, p.reads.cursors, list)
 	if prob != nil {
 		p.problem(c, prob)
 		return
 	}
-	threads, next, err := p.reads.threadsPage(c.Request.Context(), cat, sort, cur, limit)
+	rows, more, err := p.reads.threadRows(ctx, cat, sort, at.pos, at.back, limit)
 	if err != nil {
 		p.fail(c, err)
 		return
 	}
-	out := categoryPage{Category: categoryView(cat), Top: sort == "top", Threads: []threadItem{}}
-	if cur != nil {
-		out.FirstURL = CategoryPages + "/" + url.PathEscape(cat.Slug)
-		if sort == "top" {
-			out.FirstURL += "?sort=top"
-		}
+	threads, err := p.reads.threadViews(ctx, rows, cat.Slug)
+	if err != nil {
+		p.fail(c, err)
+		return
 	}
-	if next != nil {
-		v := url.Values{"cursor": {*next}}
-		if sort == "top" {
-			v.Set("sort", "top")
+	self := CategoryPages + "/" + url.PathEscape(cat.Slug)
+	keep := url.Values{}
+	if sort != SortNewest {
+		keep.Set("sort", sort)
+	}
+	if _, ok := c.GetQuery("limit"); ok {
+		keep.Set("limit", strconv.Itoa(limit))
+	}
+	var first, last *position
+	if len(rows) > 0 {
+		f, l := threadPosition(sort, rows[0]), threadPosition(sort, rows[len(rows)-1])
+		first, last = &f, &l
+	}
+	view := categoryView(cat)
+	out := categoryPage{Category: view, Sort: sort, Threads: []threadItem{}, FeedURL: self + "/" + feedFile,
+		meta: site.Meta{Canonical: p.abs(self), Title: cat.Name, Description: cat.Description,
+			Feeds: []site.Feed{{Title: cat.Name + " · svc", URL: p.abs(self + "/" + feedFile)}}}}
+	if out.Pager, err = at.pager(p.reads.cursors, list, limit, first, last, more, pageHref(self, keep)); err != nil {
+		p.fail(c, err)
+		return
+	}
+	for _, s := range sortLabels {
+		href := self
+		if s.sort != SortNewest {
+			href += "?sort=" + s.sort
 		}
-		if _, ok := c.GetQuery("limit"); ok {
-			v.Set("limit", strconv.Itoa(limit))
-		}
-		out.NextURL = CategoryPages + "/" + url.PathEscape(cat.Slug) + "?" + v.Encode()
+		out.Sorts = append(out.Sorts, sortLink{Label: s.label, Href: href, Current: s.sort == sort})
 	}
 	for _, t := range threads {
 		out.Threads = append(out.Threads, threadItem{Thread: t, TitleText: titleText(t)})
@@ -242,35 +363,28 @@ func (p *Pages) category(c *gin.Context) {
 // parent_reply_id.
 func (p *Pages) thread(c *gin.Context) {
 	ctx := c.Request.Context()
-	id := c.Param("id")
-	notFound := problem.New(problem.NotFound, "No thread has this id.")
-	if u, err := uuid.Parse(id); err != nil || u.String() != id {
-		p.problem(c, notFound)
+	row, cat, ok := p.findThread(c)
+	if !ok {
 		return
 	}
-	var row threadRow
-	if err := p.reads.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			p.problem(c, notFound)
-		} else {
-			p.fail(c, fmt.Errorf("find thread: %w", err))
-		}
-		return
-	}
-	var cat categoryRow
-	if err := p.reads.db.WithContext(ctx).Where("id = ?", row.CategoryID).Take(&cat).Error; err != nil {
-		p.fail(c, fmt.Errorf("find the thread's category: %w", err))
-		return
-	}
-	limit, cur, prob := page(c, p.reads.cursors, repliesList(row.ID))
+	list := repliesList(row.ID)
+	limit, at, prob := pageStart(c, p.reads.cursors, list)
 	if prob != nil {
 		p.problem(c, prob)
 		return
 	}
-	if _, ok := c.GetQuery("limit"); !ok {
+	keep := url.Values{}
+	if _, ok := c.GetQuery("limit"); ok {
+		keep.Set("limit", strconv.Itoa(limit))
+	} else {
 		limit = pageReplyLimit
 	}
-	replies, next, err := p.reads.repliesPage(ctx, row.ID, cur, limit)
+	rows, more, err := p.reads.replyRows(ctx, row.ID, at.pos, at.back, limit)
+	if err != nil {
+		p.fail(c, err)
+		return
+	}
+	replies, err := p.reads.replyViews(ctx, rows)
 	if err != nil {
 		p.fail(c, err)
 		return
@@ -282,16 +396,19 @@ func (p *Pages) thread(c *gin.Context) {
 	}
 	t := ts[0]
 	self := ThreadPages + "/" + row.ID
-	out := threadPage{Thread: t, TitleText: titleText(t), Category: categoryView(cat)}
-	if cur != nil {
-		out.FirstURL = self
+	out := threadPage{Thread: t, TitleText: titleText(t), Category: categoryView(cat), FeedURL: self + "/" + feedFile,
+		meta: site.Meta{Canonical: p.abs(self), Title: titleText(t), Type: "article",
+			Feeds: []site.Feed{{Title: titleText(t) + " · svc", URL: p.abs(self + "/" + feedFile)}}}}
+	if t.BodyMarkdown != nil {
+		out.meta.Description = excerpt(*t.BodyMarkdown, 200)
 	}
-	if next != nil {
-		v := url.Values{"cursor": {*next}}
-		if _, ok := c.GetQuery("limit"); ok {
-			v.Set("limit", strconv.Itoa(limit))
-		}
-		out.NextURL = self + "?" + v.Encode()
+	var first, last *position
+	if len(rows) > 0 {
+		first, last = &position{ID: rows[0].ID}, &position{ID: rows[len(rows)-1].ID}
+	}
+	if out.Pager, err = at.pager(p.reads.cursors, list, limit, first, last, more, pageHref(self, keep)); err != nil {
+		p.fail(c, err)
+		return
 	}
 	links, err := p.referenceLinks(c, t, replies)
 	if err != nil {
@@ -315,6 +432,45 @@ func (p *Pages) thread(c *gin.Context) {
 	}
 	p.write(c, http.StatusOK, "thread", out)
 }
+
+// findThread loads the thread of the path's id and its category, answering 404 for an id that is not a
+// lowercase UUID or names nothing.
+func (p *Pages) findThread(c *gin.Context) (threadRow, categoryRow, bool) {
+	ctx := c.Request.Context()
+	id := c.Param("id")
+	notFound := problem.New(problem.NotFound, "No thread has this id.")
+	if u, err := uuid.Parse(id); err != nil || u.String() != id {
+		p.problem(c, notFound)
+		return threadRow{}, categoryRow{}, false
+	}
+	var row threadRow
+	if err := p.reads.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			p.problem(c, notFound)
+		} else {
+			p.fail(c, fmt.Errorf("find thread: %w", err))
+		}
+		return threadRow{}, categoryRow{}, false
+	}
+	var cat categoryRow
+	if err := p.reads.db.WithContext(ctx).Where("id = ?", row.CategoryID).Take(&cat).Error; err != nil {
+		p.fail(c, fmt.Errorf("find the thread's category: %w", err))
+		return threadRow{}, categoryRow{}, false
+	}
+	return row, cat, true
+}
+
+// excerpt is the start of a post's Markdown as one line of at most n characters, for a description.
+func excerpt(markdown string, n int) string {
+	s := strings.Join(strings.Fields(markdown), " ")
+	if r := []rune(s); len(r) > n {
+		s = strings.TrimSpace(string(r[:n-1])) + "…"
+	}
+	return s
+}
+
+// agentPath is the path of the page of the agent with handle.
+func agentPath(handle string) string { return AgentPages + "/" + url.PathEscape(handle) }
 
 // referenceLinks returns how the page links references: a thread to its page, a reply to its anchor
 // on its thread's page (the threads of the replies that t and replies reference are read at once).

@@ -9,6 +9,7 @@ package forum_test
 import (
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,6 +27,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/site"
 	"github.com/svcforum/svc/database"
 	"github.com/svcforum/svc/database/dbtest"
@@ -74,6 +76,8 @@ type pgWorld struct {
 	deep    string // a thread with a chain of 9 replies, each answering the one before
 	r1, r2  string // soup: r2 answers r1
 	r3, r4  string // soup: r3 is tombstoned, r4 answers it
+	dal     string // a recipe in Recipes by souper, whose owner the directory knows
+	souper  string // souper's agent id
 }
 
 // pgSetup stores the pages' fixtures on a fresh SQLite database and serves the page routes.
@@ -109,11 +113,21 @@ func pgSetup(t *testing.T) *pgWorld {
 		pgThread(t, w, pgThreadRow{category: busy, handle: "bee", title: fmt.Sprintf("Busy thread %02d", i),
 			body: "buzz", score: int64(i % 5)})
 	}
+	recipes := pgCategory(t, db, "recipes", "Recipes", "Dishes to cook")
+	w.souper = pgID(t)
+	dalModel := "dal-model-1"
+	w.dal = pgThread(t, w, pgThreadRow{category: recipes, author: w.souper, handle: "souper", title: "Weeknight dal", model: &dalModel,
+		body: "Rinse the red lentils, then simmer them with turmeric until they collapse.\n\n" +
+			"| Ingredient | For two | For four | Where to buy it cheaply, in a long cell that must wrap or scroll |\n" +
+			"|---|---|---|---|\n| red lentils | 100 g | 200 g | anywhere-that-sells-dry-pulses-in-bulk-without-spaces |\n\n" +
+			"![a bowl of dal](https://img.example/dal.jpg)\n"})
 
 	engine := gin.New()
-	forum.NewPages(forum.NewReads(plugin.ReadDB{DB: db}, ftCursors(t, testkit.NewClock(time.Now())), nil), site.New(forum.Nav())).Routes().Mount(engine)
 	w.srv = httptest.NewServer(engine)
 	t.Cleanup(w.srv.Close)
+	dir := brDirectory{owners: map[string]port.AgentOwner{w.souper: {OrgID: pgID(t), OrgName: "Kitchen Bots Ltd"}}}
+	forum.NewPages(forum.NewReads(plugin.ReadDB{DB: db}, ftCursors(t, testkit.NewClock(time.Now())), nil), site.New(forum.Nav()),
+		forum.WithBaseURL(w.srv.URL), forum.WithDirectory(dir)).Routes().Mount(engine)
 	return w
 }
 
@@ -165,6 +179,7 @@ func pgCategory(t *testing.T, db *gorm.DB, slug, name, desc string) string {
 
 type pgThreadRow struct {
 	category, handle, title, body string
+	author                        string // a new id when empty
 	model                         *string
 	recipe                        *forum.Recipe
 	score                         int64
@@ -190,10 +205,13 @@ func pgThread(t *testing.T, w *pgWorld, r pgThreadRow) string {
 		tomb = &at
 	}
 	up, down := max(r.score, 0), max(-r.score, 0)
+	if r.author == "" {
+		r.author = pgID(t)
+	}
 	if err := w.db.Exec(`INSERT INTO forum_threads (id, category_id, author_id, author_handle, title, body_markdown, intent,
 		declared_model, recipe, score, up, down, reply_count, tombstoned_at, created_at, last_activity)
 		VALUES (?, ?, ?, ?, ?, ?, 'discussion', ?, ?, ?, ?, ?, 0, ?, ?, ?)`,
-		id, r.category, pgID(t), r.handle, r.title, r.body, r.model, recipe, r.score, up, down, tomb, w.now, w.now).Error; err != nil {
+		id, r.category, r.author, r.handle, r.title, r.body, r.model, recipe, r.score, up, down, tomb, w.now, w.now).Error; err != nil {
 		t.Fatalf("insert thread: %v", err)
 	}
 	if err := w.db.Exec(`UPDATE forum_categories SET thread_count = thread_count + 1 WHERE id = ?`, r.category).Error; err != nil {
@@ -445,7 +463,7 @@ func TestPagesRenderInChromium(t *testing.T) {
 	if strong != "warming" {
 		t.Errorf("Markdown emphasis = %q, want rendered <strong>warming</strong>", strong)
 	}
-	pgContains(t, "byline", pgText(t, ctx, "article.thread .byline"), "agent-written · untrusted", "@chef", "self-declared, unverified",
+	pgContains(t, "byline", pgText(t, ctx, "article.thread .byline"), "agent", "@chef", "self-declared, unverified",
 		"gpt-test <img src=x onerror=window.__pwned=6>")
 	pgContains(t, "reply 1", pgText(t, ctx, "#r-"+w.r1+" > article .body"), "First reply: lovely soup.")
 	pgContains(t, "reply 2", pgText(t, ctx, "#r-"+w.r1+" #r-"+w.r2+" > article .body"), "Nested answer to the taster.")
@@ -611,8 +629,11 @@ func pgAssertInert(t *testing.T, ctx context.Context, url string) {
 				.filter(a => bad.test(a.value) || (e.tagName === 'A' && bad.test(e.protocol)))
 				.map(a => e.tagName + ' ' + a.name + '=' + a.value)),
 			// The site's own header (the first child of body) holds its search form; nothing else may.
+			// The site's own head links its icon, the canonical address and the feeds; nothing else may.
 			dangerous: Array.from(document.querySelectorAll('iframe, frame, object, embed, svg, math, form, input, button, textarea, select, body style, link, base, meta[http-equiv]'))
-				.filter(e => !e.closest('body > header.site:first-child')).map(e => e.outerHTML),
+				.filter(e => !e.closest('body > header.site:first-child'))
+				.filter(e => !(e.tagName === 'LINK' && e.parentElement === document.head && ['icon', 'canonical', 'alternate'].includes(e.rel)))
+				.map(e => e.outerHTML),
 			scripts: Array.from(document.querySelectorAll('script')).map(s => s.type),
 		};
 	})()`)
@@ -715,8 +736,21 @@ func TestPagesHeadersAndStatuses(t *testing.T) {
 	pgContains(t, "replies page 1", first, "First reply", "Nested answer")
 	next = pgNextHref(t, first)
 	_, second = pgGet(t, http.MethodGet, w.srv.URL+next, nil)
-	pgContains(t, "replies page 2", second, "This post was removed by its author", "Answer to a removed reply.", ">@regret</a>", "First replies")
+	pgContains(t, "replies page 2", second, "This post was removed by its author", "Answer to a removed reply.", ">@regret</a>", "Earlier replies")
 	pgLacks(t, "replies page 2", second, "First reply:", "Secret words", `rel="next"`)
+
+	// A thread an operator locked says so, once, and stays readable.
+	const notice = "Locked by an operator"
+	_, body = pgGet(t, http.MethodGet, w.srv.URL+"/forum/t/"+w.soup, nil)
+	pgLacks(t, "an open thread", body, notice)
+	if err := w.db.Exec("UPDATE forum_threads SET locked_at = ? WHERE id = ?", w.now, w.soup).Error; err != nil {
+		t.Fatal(err)
+	}
+	_, body = pgGet(t, http.MethodGet, w.srv.URL+"/forum/t/"+w.soup, nil)
+	if n := strings.Count(body, notice); n != 1 {
+		t.Errorf("a locked thread's page says %q %d times", notice, n)
+	}
+	pgContains(t, "a locked thread", body, "First reply")
 }
 
 // pgNextHref is the page's next link.
@@ -728,4 +762,106 @@ func pgNextHref(t *testing.T, body string) string {
 		t.Fatalf("no next link:\n%s", body)
 	}
 	return strings.ReplaceAll(body[j+len(`href="`):i], "&amp;", "&")
+}
+
+// The issue's scenario: a person finds a recipe through the search box in the header, follows its
+// author to the agent page, goes to the recipe's category and subscribes to its feed, which carries the
+// recipe. On the way: the matched word is highlighted, the agent page names the owner and the declared
+// model, the recipe's table is a table and its image a link, and no page loads anything from elsewhere.
+func TestPagesScenarioSearchAgentFeed(t *testing.T) {
+	w := pgSetup(t)
+	ctx := pgBrowser(t)
+
+	// The search box is in the header of every page: search from the categories.
+	pgDo(t, ctx, chromedp.Navigate(w.srv.URL+"/forum"),
+		chromedp.SendKeys(chromedp.CSS(`header.site input[name="q"]`), "lentil", chromedp.NodeVisible),
+		chromedp.Submit(chromedp.CSS(`header.site input[name="q"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`ol.results`)))
+	if title := pgRun(t, ctx, chromedp.Title()); title != "Search: lentil · svc" {
+		t.Errorf("title = %q", title)
+	}
+	result := pgText(t, ctx, `ol.results li a[href="/forum/t/`+w.dal+`"]`)
+	if result != "Weeknight dal" {
+		t.Fatalf("the recipe is not among the results: %q", pgText(t, ctx, "main"))
+	}
+	item := `ol.results li:has(a[href="/forum/t/` + w.dal + `"])`
+	if marked := pgEval[[]string](t, ctx, `Array.from(document.querySelectorAll('`+item+` mark')).map(m => m.textContent)`); fmt.Sprint(marked) != "[lentils]" {
+		t.Errorf("highlighted = %q, want [lentils]", marked)
+	}
+	pgContains(t, "result", pgText(t, ctx, item), "@souper", "Recipes", "2026-03-01")
+
+	// Its author's page: the owner, the declared model, the recipe.
+	pgDo(t, ctx, chromedp.Click(chromedp.CSS(item+` a.author`), chromedp.NodeVisible), chromedp.WaitVisible(chromedp.CSS(`dl.agent`)))
+	if title := pgRun(t, ctx, chromedp.Title()); title != "@souper · svc" {
+		t.Errorf("agent page title = %q", title)
+	}
+	pgContains(t, "agent page", pgText(t, ctx, "dl.agent"), "Kitchen Bots Ltd", "dal-model-1", "self-declared, unverified")
+	pgContains(t, "agent threads", pgText(t, ctx, "ol.agent-threads"), "Weeknight dal", "Recipes")
+	pgLacks(t, "agent page", pgText(t, ctx, "body"), w.souper)
+
+	// The recipe itself: a GitHub table, the image as a link to it.
+	pgDo(t, ctx, chromedp.Click(chromedp.CSS(`ol.agent-threads a[href="/forum/t/`+w.dal+`"]`), chromedp.NodeVisible), chromedp.WaitVisible(chromedp.CSS(`article.thread`)))
+	cells := pgEval[[]string](t, ctx, `Array.from(document.querySelectorAll('article.thread .body table tbody td')).map(td => td.textContent)`)
+	if len(cells) != 4 || cells[0] != "red lentils" || cells[2] != "200 g" {
+		t.Errorf("table cells = %q", cells)
+	}
+	images := pgEval[int](t, ctx, `document.querySelectorAll('img').length`)
+	link := pgEval[map[string]string](t, ctx, `(a => a ? {href: a.getAttribute('href'), text: a.textContent} : {})(document.querySelector('article.thread .body a.image-link'))`)
+	if images != 0 || link["href"] != "https://img.example/dal.jpg" || link["text"] != "image: a bowl of dal" {
+		t.Errorf("images %d, image link %v: want no <img> and a link", images, link)
+	}
+	loaded := pgEval[[]string](t, ctx, `performance.getEntriesByType('resource').map(e => e.name)`)
+	for _, u := range loaded {
+		if !strings.HasPrefix(u, w.srv.URL+"/") {
+			t.Errorf("the page loaded %s", u)
+		}
+	}
+
+	// Its category, and the category's feed, found as the page's alternate.
+	pgDo(t, ctx, chromedp.Click(chromedp.CSS(`nav.crumbs a[href="/forum/c/recipes"]`), chromedp.NodeVisible), chromedp.WaitVisible(chromedp.CSS(`ol.threads`)))
+	feedURL := pgEval[string](t, ctx, `document.querySelector('link[rel="alternate"][type="application/atom+xml"]').href`)
+	visible := pgEval[string](t, ctx, `document.querySelector('p.sort a[type="application/atom+xml"]').href`)
+	if feedURL != w.srv.URL+"/forum/c/recipes/feed.atom" || visible != feedURL {
+		t.Fatalf("category feed = %q, visible link %q", feedURL, visible)
+	}
+	res, body := pgGet(t, http.MethodGet, feedURL, nil)
+	var feed brAtom
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "application/atom+xml; charset=utf-8" {
+		t.Fatalf("GET %s = %d %s", feedURL, res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	if err := xml.Unmarshal([]byte(body), &feed); err != nil {
+		t.Fatalf("feed: %v\n%s", err, body)
+	}
+	if len(feed.Entries) != 1 || feed.Entries[0].Title != "Weeknight dal" || feed.Entries[0].Link.Href != w.srv.URL+"/forum/t/"+w.dal ||
+		feed.Entries[0].Author != "@souper" || !strings.Contains(feed.Entries[0].Content, "untrusted content") {
+		t.Errorf("feed = %+v", feed)
+	}
+}
+
+// At 390 px wide (a phone) no page scrolls sideways: long words wrap, wide tables scroll in their
+// box; the header's search box stays usable, and each post carries its small mark under one notice.
+func TestPagesNarrowScreen(t *testing.T) {
+	w := pgSetup(t)
+	ctx := pgBrowser(t)
+	pgDo(t, ctx, chromedp.EmulateViewport(390, 844))
+	for _, path := range []string{"/forum", "/forum/c/kitchen", "/forum/c/busy", "/forum/t/" + w.soup, "/forum/t/" + w.hostile,
+		"/forum/t/" + w.dal, "/forum/t/" + w.deep, "/forum/search?q=lentil", "/forum/agents/souper", "/forum/agents/souper/threads"} {
+		pgDo(t, ctx, chromedp.Navigate(w.srv.URL+path), chromedp.WaitReady(chromedp.CSS("body")))
+		width := pgEval[int](t, ctx, `document.documentElement.scrollWidth`)
+		if width > 390 {
+			wide := pgEval[[]string](t, ctx, `Array.from(document.querySelectorAll('body *')).filter(e => e.getBoundingClientRect().right > 390).slice(0, 5).map(e => e.tagName + '.' + e.className)`)
+			t.Errorf("%s: %d px wide at 390 (too wide: %q)", path, width, wide)
+		}
+		box := pgEval[map[string]float64](t, ctx, `(r => ({left: r.left, right: r.right, width: r.width}))(document.querySelector('header.site input[name="q"]').getBoundingClientRect())`)
+		if box["left"] < 0 || box["right"] > 390 || box["width"] < 100 {
+			t.Errorf("%s: the search box is at %v", path, box)
+		}
+		if n := pgEval[int](t, ctx, `document.querySelectorAll('p.notice').length`); n != 1 {
+			t.Errorf("%s: %d trust notices, want one", path, n)
+		}
+	}
+	posts := pgEval[int](t, ctx, `document.querySelectorAll('.trust').length`)
+	if posts < 2 {
+		t.Errorf("the agent page marks %d items", posts)
+	}
 }

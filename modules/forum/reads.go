@@ -85,15 +85,16 @@ func (r *Reads) category(c *gin.Context) {
 	}
 }
 
-// threads lists a category's threads: sort=newest (default) or top (by score), paged.
+// threads lists a category's threads: sort=newest (default), top (by score) or active (by latest
+// activity), paged.
 func (r *Reads) threads(c *gin.Context) {
 	cat, ok := r.findCategory(c)
 	if !ok {
 		return
 	}
-	sort := c.DefaultQuery("sort", "newest")
-	if sort != "newest" && sort != "top" {
-		render.Problem(c, problem.New(problem.BadRequest, "sort must be newest or top."))
+	sort := c.DefaultQuery("sort", SortNewest)
+	if !validSort(sort) {
+		render.Problem(c, problem.New(problem.BadRequest, "sort must be newest, top or active."))
 		return
 	}
 	limit, cur, p := page(c, r.cursors, threadsList(cat.ID, sort))
@@ -180,30 +181,16 @@ func (r *Reads) find(c *gin.Context, row any) bool {
 	return true
 }
 
-// threadsPage returns one page of a category's threads in sort order ("newest" or "top") after cur,
-// and the cursor of the next page (nil at the end). The JSON plane and the pages both list with it.
+// threadsPage returns one page of a category's threads in sort order (newest, top or active) after
+// cur, and the cursor of the next page (nil at the end). The JSON plane and the pages both list with it.
 func (r *Reads) threadsPage(ctx context.Context, cat categoryRow, sort string, cur *position, limit int) ([]Thread, *string, error) {
-	q := r.db.WithContext(ctx).Where("category_id = ?", cat.ID)
-	if sort == "top" {
-		if cur != nil {
-			q = q.Where("score < ? OR (score = ? AND id < ?)", cur.Score, cur.Score, cur.ID)
-		}
-		q = q.Order("score DESC").Order("id DESC")
-	} else {
-		if cur != nil {
-			q = q.Where("id < ?", cur.ID)
-		}
-		q = q.Order("id DESC")
-	}
-	var rows []threadRow
-	if err := q.Limit(limit + 1).Find(&rows).Error; err != nil {
-		return nil, nil, fmt.Errorf("list threads: %w", err)
+	rows, more, err := r.threadRows(ctx, cat, sort, cur, false, limit)
+	if err != nil {
+		return nil, nil, err
 	}
 	var next *string
-	if len(rows) > limit {
-		rows = rows[:limit]
-		var err error
-		if next, err = seal(r.cursors, threadsList(cat.ID, sort), position{Score: rows[limit-1].Score, ID: rows[limit-1].ID}); err != nil {
+	if more {
+		if next, err = seal(r.cursors, threadsList(cat.ID, sort), threadPosition(sort, rows[len(rows)-1])); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -214,19 +201,13 @@ func (r *Reads) threadsPage(ctx context.Context, cat categoryRow, sort string, c
 // repliesPage returns one page of a thread's replies in creation order after cur, and the cursor of
 // the next page (nil at the end).
 func (r *Reads) repliesPage(ctx context.Context, threadID string, cur *position, limit int) ([]Reply, *string, error) {
-	q := r.db.WithContext(ctx).Where("thread_id = ?", threadID)
-	if cur != nil {
-		q = q.Where("id > ?", cur.ID)
-	}
-	var rows []replyRow
-	if err := q.Order("id ASC").Limit(limit + 1).Find(&rows).Error; err != nil {
-		return nil, nil, fmt.Errorf("list replies: %w", err)
+	rows, more, err := r.replyRows(ctx, threadID, cur, false, limit)
+	if err != nil {
+		return nil, nil, err
 	}
 	var next *string
-	if len(rows) > limit {
-		rows = rows[:limit]
-		var err error
-		if next, err = seal(r.cursors, repliesList(threadID), position{ID: rows[limit-1].ID}); err != nil {
+	if more {
+		if next, err = seal(r.cursors, repliesList(threadID), position{ID: rows[len(rows)-1].ID}); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -282,6 +263,7 @@ func (r *Reads) threadViews(ctx context.Context, rows []threadRow, slug string) 
 			at := row.HiddenAt.UTC()
 			t.Hidden, t.HiddenAt = true, &at
 		}
+		t.locked = row.LockedAt != nil
 		if removed(row.TombstonedAt, row.HiddenAt) {
 			t.DeclaredModel = nil // agent-written, like the rest of what is removed
 			out = append(out, t)
@@ -352,5 +334,11 @@ func (r *Reads) replyViews(ctx context.Context, rows []replyRow) ([]Reply, error
 	return out, nil
 }
 
-// cacheable writes a read-plane response with its ETag and a short public Cache-Control.
-func cacheable(c *gin.Context, v any) { render.Cached(c, v, "public, max-age=5") }
+// cacheable writes a read-plane response with its ETag and a short public Cache-Control, and a paged
+// one with the Link to its next page.
+func cacheable(c *gin.Context, v any) {
+	if p, ok := v.(paged); ok {
+		render.NextLink(c, p.nextCursor())
+	}
+	render.Cached(c, v, "public, max-age=5")
+}

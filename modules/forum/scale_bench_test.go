@@ -296,8 +296,8 @@ func scaleWorldFor(b *testing.B) *scaleWorld {
 	var counts []string
 	for _, q := range []string{scaleCommon, w.rare, scalePhrase, scaleMiddling} {
 		var n int64
-		if err := raw.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM forum_threads WHERE search @@ plainto_tsquery('simple', $1))
-  + (SELECT count(*) FROM forum_replies WHERE search @@ plainto_tsquery('simple', $1))`, q).Scan(&n); err != nil {
+		if err := raw.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM forum_threads WHERE search @@ plainto_tsquery('english', $1))
+  + (SELECT count(*) FROM forum_replies WHERE search @@ plainto_tsquery('english', $1))`, q).Scan(&n); err != nil {
 			b.Fatal(err)
 		}
 		counts = append(counts, fmt.Sprintf("%q in %d posts", q, n))

@@ -45,12 +45,15 @@ type SearchResult struct {
 }
 
 type hitRow struct {
-	Kind      string
-	PostID    string
-	ThreadID  string
-	Title     string // the thread's, for a reply too
-	Snippet   string
-	CreatedAt time.Time
+	Kind         string
+	PostID       string
+	ThreadID     string
+	Title        string // the thread's, for a reply too
+	Snippet      string // the matched words between markStart and markEnd
+	AuthorHandle string
+	CategorySlug string
+	CategoryName string
+	CreatedAt    time.Time
 	// On SQLite the time comes from the post's own table (a COALESCE would lose its type).
 	ThreadCreatedAt *time.Time
 	ReplyCreatedAt  *time.Time
@@ -107,33 +110,92 @@ func searchTerms(q string) ([]string, *problem.Problem) {
 
 // hits returns one page of results for q.
 func (r *Reads) hits(c *gin.Context, q string, terms []string, limit, offset int) (SearchResult, error) {
-	rows, err := r.match(c, terms, limit+1, offset)
+	rows, next, err := r.hitRows(c, q, terms, limit, offset)
 	if err != nil {
 		return SearchResult{}, err
 	}
-	out := SearchResult{Query: q, Results: []SearchHit{}}
-	for i, h := range rows {
-		if i == limit {
-			if offset+limit < maxResults {
-				if out.NextCursor, err = seal(r.cursors, searchList(q), position{Score: int64(offset + limit)}); err != nil {
-					return SearchResult{}, err
-				}
-			}
-			break
-		}
-		hit := SearchHit{Kind: h.Kind, ThreadID: h.ThreadID, Snippet: h.Snippet, Trust: Untrusted, CreatedAt: h.CreatedAt.UTC()}
-		if h.Kind == KindReply {
-			id := h.PostID
-			hit.ReplyID = &id
-		}
-		if h.Title != "" { // the thread's title; none once the thread is tombstoned
-			title := h.Title
-			hit.Title = &title
-		}
-		out.Results = append(out.Results, hit)
+	out := SearchResult{Query: q, Results: []SearchHit{}, NextCursor: next}
+	for _, h := range rows {
+		out.Results = append(out.Results, h.hit())
 	}
 	return out, nil
 }
+
+// hitRows returns one page of the rows that match q, and the cursor of the next page (nil at the end).
+func (r *Reads) hitRows(c *gin.Context, q string, terms []string, limit, offset int) ([]hitRow, *string, error) {
+	rows, err := r.match(c, terms, limit+1, offset)
+	if err != nil {
+		return nil, nil, err
+	}
+	var next *string
+	if len(rows) > limit {
+		rows = rows[:limit]
+		if offset+limit < maxResults {
+			if next, err = seal(r.cursors, searchList(q), position{Score: int64(offset + limit)}); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return rows, next, nil
+}
+
+// hit is the row as the JSON plane answers it: a plain-text snippet.
+func (h hitRow) hit() SearchHit {
+	hit := SearchHit{Kind: h.Kind, ThreadID: h.ThreadID, Snippet: plainSnippet(h.Snippet), Trust: Untrusted, CreatedAt: h.CreatedAt.UTC()}
+	if h.Kind == KindReply {
+		id := h.PostID
+		hit.ReplyID = &id
+	}
+	if h.Title != "" { // the thread's title; none once the thread is tombstoned
+		title := h.Title
+		hit.Title = &title
+	}
+	return hit
+}
+
+// The snippet's matched words are marked by the database with two control characters, which no stored
+// text holds (textpolicy refuses them): the JSON plane drops them, the pages turn them into <mark>.
+const (
+	markStart = "\x02"
+	markEnd   = "\x03"
+)
+
+// plainSnippet is a snippet without its marks.
+func plainSnippet(s string) string {
+	return strings.NewReplacer(markStart, "", markEnd, "").Replace(s)
+}
+
+// snippetPart is a piece of a snippet, matched or not.
+type snippetPart struct {
+	Text    string
+	Matched bool
+}
+
+// snippetParts splits a marked snippet into its pieces, for a page to show the matches highlighted.
+func snippetParts(s string) []snippetPart {
+	var out []snippetPart
+	for s != "" {
+		i := strings.Index(s, markStart)
+		if i < 0 {
+			out = append(out, snippetPart{Text: plainSnippet(s)})
+			break
+		}
+		if i > 0 {
+			out = append(out, snippetPart{Text: plainSnippet(s[:i])})
+		}
+		s = s[i+len(markStart):]
+		j := strings.Index(s, markEnd)
+		if j < 0 {
+			j = len(s)
+		}
+		out = append(out, snippetPart{Text: plainSnippet(s[:j]), Matched: true})
+		s = strings.TrimPrefix(s[j:], markEnd)
+	}
+	return out
+}
+
+// headlineOptions are ts_headline's: up to two fragments of about 12 to 30 words, the matches marked.
+const headlineOptions = "StartSel=" + markStart + ", StopSel=" + markEnd + `, MaxWords=30, MinWords=12, ShortWord=2, MaxFragments=2, FragmentDelimiter=" … "`
 
 // match runs the search on the dialect's full-text index. Every term must appear (AND); terms are
 // passed as data, never as query syntax.
@@ -143,7 +205,8 @@ func (r *Reads) hits(c *gin.Context, q string, terms []string, limit, offset int
 // by time), and only those are ranked, so that a search never ranks every match of a common word (650
 // ms for a word in a sixth of a million posts). PostgreSQL finds a common word's newest matches walking
 // back through the primary key, a rarer word's through the full-text index; titles and snippets are
-// read for the page's rows only. (SQLite, whose deployments are small, ranks every match.)
+// read for the page's rows only, and ts_headline marks the matches of those rows alone. (SQLite, whose deployments are small, ranks every match.) Both stem words, so that "lentil" finds
+// "lentils" (forum_0010): PostgreSQL's english configuration, SQLite's porter tokenizer.
 func (r *Reads) match(c *gin.Context, terms []string, limit, offset int) ([]hitRow, error) {
 	db := r.db.WithContext(c.Request.Context())
 	var rows []hitRow
@@ -161,26 +224,29 @@ func (r *Reads) match(c *gin.Context, terms []string, limit, offset int) ([]hitR
   SELECT kind, post_id, thread_id, search FROM (
     SELECT 'thread' AS kind, id AS post_id, id AS thread_id, search FROM (
       SELECT id, search FROM forum_threads
-      WHERE tombstoned_at IS NULL AND hidden_at IS NULL AND search @@ plainto_tsquery('simple', ?)
+      WHERE tombstoned_at IS NULL AND hidden_at IS NULL AND search @@ plainto_tsquery('english', ?)
       ORDER BY id DESC LIMIT ?) t
     UNION ALL
     SELECT 'reply', id, thread_id, search FROM (
       SELECT id, thread_id, search FROM forum_replies
-      WHERE tombstoned_at IS NULL AND hidden_at IS NULL AND search @@ plainto_tsquery('simple', ?)
+      WHERE tombstoned_at IS NULL AND hidden_at IS NULL AND search @@ plainto_tsquery('english', ?)
       ORDER BY id DESC LIMIT ?) r
   ) m ORDER BY post_id DESC LIMIT ?
 ), page AS (
-  SELECT kind, post_id, thread_id, ts_rank(search, plainto_tsquery('simple', ?)) AS rank FROM newest
+  SELECT kind, post_id, thread_id, ts_rank(search, plainto_tsquery('english', ?)) AS rank FROM newest
   ORDER BY rank DESC, post_id DESC LIMIT ? OFFSET ?
 )
 SELECT page.kind, page.post_id, page.thread_id,
   CASE WHEN t.tombstoned_at IS NULL AND t.hidden_at IS NULL THEN t.title ELSE '' END AS title,
-  left(CASE WHEN page.kind = 'reply' THEN r.body_markdown ELSE t.body_markdown END, 200) AS snippet,
+  ts_headline('english', CASE WHEN page.kind = 'reply' THEN r.body_markdown ELSE t.body_markdown END, plainto_tsquery('english', ?), ?) AS snippet,
+  CASE WHEN page.kind = 'reply' THEN r.author_handle ELSE t.author_handle END AS author_handle,
+  c.slug AS category_slug, c.name AS category_name,
   CASE WHEN page.kind = 'reply' THEN r.created_at ELSE t.created_at END AS created_at
 FROM page
 JOIN forum_threads t ON t.id = page.thread_id
+JOIN forum_categories c ON c.id = t.category_id
 LEFT JOIN forum_replies r ON page.kind = 'reply' AND r.id = page.post_id
-ORDER BY page.rank DESC, page.post_id DESC`, query, maxResults, query, maxResults, maxResults, query, limit, offset).Scan(&rows).Error
+ORDER BY page.rank DESC, page.post_id DESC`, query, maxResults, query, maxResults, maxResults, query, limit, offset, query, headlineOptions).Scan(&rows).Error
 		}, &sql.TxOptions{ReadOnly: true})
 	} else {
 		quoted := make([]string, len(terms))
@@ -188,13 +254,15 @@ ORDER BY page.rank DESC, page.post_id DESC`, query, maxResults, query, maxResult
 			quoted[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
 		}
 		err = db.Raw(`SELECT s.kind, s.post_id, s.thread_id, CASE WHEN th.tombstoned_at IS NULL AND th.hidden_at IS NULL THEN th.title ELSE '' END AS title,
-  snippet(forum_search, 4, '', '', '…', 24) AS snippet,
+  snippet(forum_search, 4, ?, ?, '…', 24) AS snippet,
+  COALESCE(t.author_handle, rp.author_handle) AS author_handle, c.slug AS category_slug, c.name AS category_name,
   t.created_at AS thread_created_at, rp.created_at AS reply_created_at
 FROM forum_search s
 LEFT JOIN forum_threads t ON s.kind = 'thread' AND t.id = s.post_id
 LEFT JOIN forum_replies rp ON s.kind = 'reply' AND rp.id = s.post_id
 JOIN forum_threads th ON th.id = s.thread_id
-WHERE forum_search MATCH ? ORDER BY rank, s.post_id DESC LIMIT ? OFFSET ?`, strings.Join(quoted, " "), limit, offset).Scan(&rows).Error
+JOIN forum_categories c ON c.id = th.category_id
+WHERE forum_search MATCH ? ORDER BY rank, s.post_id DESC LIMIT ? OFFSET ?`, markStart, markEnd, strings.Join(quoted, " "), limit, offset).Scan(&rows).Error
 	}
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)

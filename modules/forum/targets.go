@@ -72,6 +72,13 @@ func (t target) lock(tx *gorm.DB) error {
 	if states[0] != CategoryOpen {
 		return problem.Newf(problem.CategoryNotOpen, "The post's category is %s: it takes no writes.", states[0])
 	}
+	locked, err := lockedThread(tx, threadID)
+	if err != nil {
+		return err
+	}
+	if locked {
+		return threadLocked()
+	}
 	return nil
 }
 

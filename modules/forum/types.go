@@ -212,7 +212,11 @@ type Thread struct {
 	LastActivity  time.Time    `json:"last_activity_at"`
 
 	bodyHTML *string // the body as rendered when written, for the pages
+	locked   bool    // locked by an operator (svc admin thread lock): the pages say so
 }
+
+// IsLocked reports whether an operator locked the thread: it takes no writes.
+func (t Thread) IsLocked() bool { return t.locked }
 
 // Reply is a reply of the read plane. A tombstoned or hidden reply has no body, references or images.
 type Reply struct {

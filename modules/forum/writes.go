@@ -47,12 +47,13 @@ type Writes struct {
 	assets  port.Assets // nil without the media module: then posts take no attachments
 	md      *markdown
 	version *ContentVersion // told of every write that commits; nil in tests without a read cache
+	metrics *writeMetrics
 }
 
 // NewWrites returns the write endpoints (and catch-up, a signed read), sealing catch-up's cursors with
 // cursors, and resolving attachments through assets (nil when the media module is not enabled).
 func NewWrites(db *gorm.DB, clock port.Clock, meter port.Meter, schemas *schema.Set, cursors *cursor.Codec, assets port.Assets) *Writes {
-	return &Writes{db: db, clock: clock, meter: meter, schemas: schemas, cursors: cursors, assets: assets, md: newMarkdown()}
+	return &Writes{db: db, clock: clock, meter: meter, schemas: schemas, cursors: cursors, assets: assets, md: newMarkdown(), metrics: newWriteMetrics()}
 }
 
 // Routes are the forum's signed routes.
@@ -85,6 +86,7 @@ func (w *Writes) run(c *gin.Context, fn func(tx *gorm.DB, p port.Principal, now 
 		return
 	}
 	w.version.Changed()
+	w.wrote(c)
 	render.Raw(c, status, body)
 }
 
@@ -221,12 +223,12 @@ func (w *Writes) createReply(c *gin.Context) {
 		}
 		// Lock the thread before the wallet (the order every write keeps), re-checking that it is
 		// still not tombstoned.
-		res := tx.Model(&threadRow{}).Where("id = ? AND tombstoned_at IS NULL AND hidden_at IS NULL", th.ID).
+		res := tx.Model(&threadRow{}).Where("id = ? AND tombstoned_at IS NULL AND hidden_at IS NULL AND locked_at IS NULL", th.ID).
 			UpdateColumns(map[string]any{"reply_count": gorm.Expr("reply_count + 1"), "last_activity": now})
 		if res.Error != nil {
 			return nil, fmt.Errorf("count reply: %w", res.Error)
 		}
-		if res.RowsAffected == 0 { // tombstoned or hidden since openThread read it
+		if res.RowsAffected == 0 { // tombstoned, hidden or locked since openThread read it
 			if _, err := openThread(tx, th.ID); err != nil {
 				return nil, err
 			}
@@ -271,6 +273,9 @@ func openThread(tx *gorm.DB, id string) (threadRow, error) {
 	}
 	if cat.State != CategoryOpen {
 		return threadRow{}, problem.Newf(problem.CategoryNotOpen, "The category %q is %s: it takes no new replies.", cat.Slug, cat.State)
+	}
+	if th.LockedAt != nil {
+		return threadRow{}, threadLocked()
 	}
 	return th, nil
 }

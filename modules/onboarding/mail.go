@@ -157,15 +157,16 @@ func (SendArgs) Kind() string { return "onboarding_send_mail" }
 // a failed attempt with backoff; the last failure gives the message up.
 type Sender struct {
 	river.WorkerDefaults[SendArgs]
-	db    *gorm.DB
-	cfg   Config
-	clock port.Clock
-	log   *slog.Logger
+	db      *gorm.DB
+	cfg     Config
+	clock   port.Clock
+	log     *slog.Logger
+	metrics *mailMetrics
 }
 
 // NewSender returns the worker.
 func NewSender(db *gorm.DB, cfg Config, clock port.Clock, log *slog.Logger) *Sender {
-	return &Sender{db: db, cfg: cfg, clock: clock, log: log}
+	return &Sender{db: db, cfg: cfg, clock: clock, log: log, metrics: newMailMetrics()}
 }
 
 // Timeout bounds one attempt: a mail server that stops answering fails the attempt, not the worker.
@@ -208,6 +209,7 @@ func (s *Sender) deliver(ctx context.Context, mailID string, attempt, attempts i
 		return nil
 	}
 	err := s.send(ctx, m)
+	s.countSend(m.Kind, err)
 	now := s.clock.Now()
 	if err == nil {
 		return db.Transaction(func(tx *gorm.DB) error {

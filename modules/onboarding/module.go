@@ -31,6 +31,7 @@ func Module() fx.Option {
 			plugin.AsPublications(Publications),
 			plugin.AsWorkers(Workers),
 			plugin.AsNav(Nav),
+			plugin.AsMetrics((*Sender).Metrics),
 		),
 	)
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // Admin returns the operator's commands of WIRE.md section 8 that sigv1 owns: org, agent, key, gate
-// and writes. Each prints one JSON object with --json.
+// and writes. Each prints one JSON object with --json; list and show print tables for people
+// (admin_views.go).
 func Admin(invoke plugin.Invoke) []*cli.Command {
 	show := func(cmd *cli.Command, v any) error { return plugin.Print(cmd, cmd.Root().Writer, v) }
 	str := func(name, usage string) *cli.StringFlag {
@@ -21,7 +22,7 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 		{
 			Name:  "org",
 			Usage: "manage organisations",
-			Commands: []*cli.Command{{
+			Commands: []*cli.Command{orgList(invoke), orgShow(invoke), {
 				Name:  "create",
 				Usage: "register an organisation: prints its org_id",
 				Flags: []cli.Flag{str("name", "the organisation's name, 1 to 200 characters")},
@@ -54,6 +55,8 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 						})
 					},
 				},
+				agentList(invoke),
+				agentShow(invoke),
 				agentState("suspend", "suspend an agent: its signed requests get 403 agent_suspended", AgentSuspended, invoke, show),
 				agentState("resume", "resume a suspended agent", AgentActive, invoke, show),
 			},
@@ -62,6 +65,8 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 			Name:  "key",
 			Usage: "manage agents' public keys",
 			Commands: []*cli.Command{
+				keyList(invoke),
+				keyShow(invoke),
 				{
 					Name:  "add",
 					Usage: "register a public key for an agent: prints the key_id it signs with (refuses private keys and weak keys)",

@@ -32,8 +32,10 @@ type admission struct {
 // admitted is the outcome of an admission.
 type admitted struct {
 	fresh          bool
-	attemptsRetry  int // > 0: the attempts limit refused the request, retry after so many seconds
-	writesRetry    int // > 0: the writes limit refused it
+	attemptsRetry  int     // > 0: the attempts limit refused the request, retry after so many seconds
+	writesRetry    int     // > 0: the writes limit refused it
+	attempts       counted // the attempts window as this request's hit left it (zero: not counted)
+	writes         counted // the writes window, likewise
 	claim          claimResult
 	claimUndecided bool // the claim lost a race the statement could not settle: claim again
 }
@@ -68,19 +70,23 @@ func (ad *Admission) admitSteps(tx *gorm.DB, a admission) (admitted, error) {
 		return out, err
 	}
 	if a.attempts != "" {
-		ok, retry, err := take(tx, a.attempts, a.maxTries, a.window, a.at)
-		if err != nil || !ok {
-			out.attemptsRetry = retry
+		if out.attempts, err = count(tx, a.attempts, a.window, a.at); err != nil {
 			return out, err
+		}
+		if out.attempts.hits > int64(a.maxTries) {
+			out.attemptsRetry = retryAfterSeconds(out.attempts.endMS, a.at)
+			return out, nil
 		}
 	}
 	if a.writes == "" {
 		return out, nil
 	}
-	ok, retry, err := take(tx, a.writes, a.maxWrites, a.window, a.at)
-	if err != nil || !ok {
-		out.writesRetry = retry
+	if out.writes, err = count(tx, a.writes, a.window, a.at); err != nil {
 		return out, err
+	}
+	if out.writes.hits > int64(a.maxWrites) {
+		out.writesRetry = retryAfterSeconds(out.writes.endMS, a.at)
+		return out, nil
 	}
 	out.claim, err = ad.claims.claim(tx, a.agentID, a.key, a.print, a.at)
 	return out, err
@@ -151,6 +157,12 @@ func (ad *Admission) admitPostgres(ctx context.Context, a admission) (admitted, 
 	}
 	out := admitted{fresh: row.Fresh}
 	end := func(window *int64) int { return retryAfterSeconds(*window+a.window.Milliseconds(), a.at) }
+	if row.AttemptHits != nil && row.AttemptWindow != nil {
+		out.attempts = counted{hits: *row.AttemptHits, endMS: *row.AttemptWindow + a.window.Milliseconds()}
+	}
+	if row.WriteHits != nil && row.WriteWindow != nil {
+		out.writes = counted{hits: *row.WriteHits, endMS: *row.WriteWindow + a.window.Milliseconds()}
+	}
 	switch {
 	case !out.fresh || !a.proceed:
 		return out, nil

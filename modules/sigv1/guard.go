@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
@@ -41,7 +42,8 @@ type Guard struct {
 	limiter   *Limiter
 	claims    *Claims
 	admission *Admission
-	memory    *Memory // nil: every check reads the database
+	memory    *Memory      // nil: every check reads the database
+	tracer    trace.Tracer // nil: no spans (UseTracing)
 }
 
 // NewGuard returns the guard.
@@ -57,7 +59,8 @@ func (g *Guard) Plugin() *plugin.Guard {
 
 // Handle verifies one request (see Guard).
 func (g *Guard) Handle(c *gin.Context) {
-	ctx := c.Request.Context()
+	ctx, span := g.startSpan(c)
+	defer endSpan(c, span)
 	route, _ := plugin.Route(c)
 
 	// The channel gate.
@@ -143,6 +146,9 @@ func (g *Guard) Handle(c *gin.Context) {
 		g.unavailable(c, err)
 		return
 	}
+	if refusal == nil && adm.fresh {
+		g.announceLimits(c, route.Write, route.Uncounted, adm, now)
+	}
 	switch {
 	case refusal != nil:
 		render.Abort(c, refusal)
@@ -160,7 +166,7 @@ func (g *Guard) Handle(c *gin.Context) {
 
 	ctx = port.WithPrincipal(ctx, port.Principal{AgentID: id.AgentID, KeyID: id.KeyID, OrgID: id.OrgID, Handle: id.Handle})
 	if !route.Write {
-		c.Request = c.Request.WithContext(ctx)
+		c.Request = c.Request.WithContext(handOn(c, span, ctx))
 		c.Next()
 		return
 	}
@@ -202,7 +208,7 @@ func (g *Guard) Handle(c *gin.Context) {
 			g.log.ErrorContext(ctx, "a write answered 2xx without storing its response with port.Write", "route", c.FullPath())
 		}
 	}()
-	c.Request = c.Request.WithContext(port.WithClaim(ctx, res.claim))
+	c.Request = c.Request.WithContext(port.WithClaim(handOn(c, span, ctx), res.claim))
 	c.Next()
 }
 
@@ -294,6 +300,7 @@ func (g *Guard) authFailed(c *gin.Context, err error) {
 	}
 	if lerr == nil && !ok && !route.Uncounted {
 		p = rateLimited(retry, "Too many requests from this address failed authentication in this window.")
+		writeLimitFields(c, g.cfg.RateWindow, quota{name: policyFailedAuth, limit: g.cfg.FailedAuthPerWindow, counted: true, reset: retry})
 	}
 	render.Abort(c, p)
 }

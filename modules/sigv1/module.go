@@ -1,6 +1,7 @@
 package sigv1
 
 import (
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 	"gorm.io/gorm"
 
@@ -52,10 +53,19 @@ func Module() fx.Option {
 	)
 }
 
+// guardIn is what the guard takes from the host: its tracer provider, where the host traces.
+type guardIn struct {
+	fx.In
+	Tracing trace.TracerProvider `optional:"true"`
+}
+
 // guardOf hands the guard to the host and ties its pruner and its memory to the application's
 // lifecycle: both run only where the agent plane is served (not in a one-off `svc admin`).
-func guardOf(lc fx.Lifecycle, g *Guard, p *Pruner, m *Memory) *plugin.Guard {
+func guardOf(lc fx.Lifecycle, g *Guard, p *Pruner, m *Memory, in guardIn) *plugin.Guard {
 	g.memory = m
+	if in.Tracing != nil {
+		g.UseTracing(in.Tracing)
+	}
 	lc.Append(fx.StartStopHook(m.Start, m.Stop))
 	lc.Append(fx.StartStopHook(p.Start, p.Stop))
 	return g.Plugin()

@@ -32,18 +32,33 @@ const countSet = `hits = CASE WHEN sigv1_rate_windows.window_ms >= excluded.wind
 
 // take is Take on db, which may be a transaction.
 func take(db *gorm.DB, bucket string, limit int, window time.Duration, now time.Time) (ok bool, retryAfter int, err error) {
-	start := windowStart(now, window)
-	var row rateWindow
-	err = db.Raw(`INSERT INTO sigv1_rate_windows (bucket, window_ms, hits, span_ms) VALUES (?, ?, 1, ?)
-ON CONFLICT (bucket) DO UPDATE SET `+countSet+`
-RETURNING bucket, window_ms, hits`, bucket, start, window.Milliseconds()).Scan(&row).Error
+	w, err := count(db, bucket, window, now)
 	if err != nil {
-		return false, 0, fmt.Errorf("count rate limit: %w", err)
+		return false, 0, err
 	}
-	if row.Hits <= int64(limit) {
+	if w.hits <= int64(limit) {
 		return true, 0, nil
 	}
-	return false, retryAfterSeconds(row.WindowMS+window.Milliseconds(), now), nil
+	return false, retryAfterSeconds(w.endMS, now), nil
+}
+
+// counted is a bucket's window as a hit left it: the hits in it, that one included, and when it ends
+// (Unix ms). The zero value is a window that was not counted.
+type counted struct {
+	hits  int64
+	endMS int64
+}
+
+// count counts one hit on bucket at now, on db, and returns the window.
+func count(db *gorm.DB, bucket string, window time.Duration, now time.Time) (counted, error) {
+	var row rateWindow
+	err := db.Raw(`INSERT INTO sigv1_rate_windows (bucket, window_ms, hits, span_ms) VALUES (?, ?, 1, ?)
+ON CONFLICT (bucket) DO UPDATE SET `+countSet+`
+RETURNING bucket, window_ms, hits`, bucket, windowStart(now, window), window.Milliseconds()).Scan(&row).Error
+	if err != nil {
+		return counted{}, fmt.Errorf("count rate limit: %w", err)
+	}
+	return counted{hits: row.Hits, endMS: row.WindowMS + window.Milliseconds()}, nil
 }
 
 // peek is one bucket PeekAll looks at: RetryAfter > 0 when one more hit would pass Limit.

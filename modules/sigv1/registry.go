@@ -177,4 +177,22 @@ func (r *Registry) OrgExists(ctx context.Context, orgID string) (bool, error) {
 	return n > 0, nil
 }
 
-var _ port.Directory = (*Registry)(nil)
+// AgentOwner returns the organisation that owns the agent agentID (port.AgentOwners): the forum's
+// agent pages name it.
+func (r *Registry) AgentOwner(ctx context.Context, agentID string) (port.AgentOwner, bool, error) {
+	var owner port.AgentOwner
+	err := r.db.WithContext(ctx).Model(&Agent{}).Select("sigv1_orgs.id AS org_id, sigv1_orgs.name AS org_name").
+		Joins("JOIN sigv1_orgs ON sigv1_orgs.id = sigv1_agents.org_id").Where("sigv1_agents.id = ?", agentID).Take(&owner).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return port.AgentOwner{}, false, nil
+	case err != nil:
+		return port.AgentOwner{}, false, fmt.Errorf("find the agent's organisation: %w", err)
+	}
+	return owner, true, nil
+}
+
+var (
+	_ port.Directory   = (*Registry)(nil)
+	_ port.AgentOwners = (*Registry)(nil)
+)

@@ -1,0 +1,43 @@
+package forum_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/database/dbtest"
+	"github.com/svcforum/svc/modules/forum"
+	"github.com/svcforum/svc/testkit"
+)
+
+// TestFtWritesCounted: a write that commits counts once under its kind; a write the meter refuses
+// counts nothing.
+func TestFtWritesCounted(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := ftNewWorld(t, dialect)
+		cat := w.ftCategory(t, "counted")
+		a := ftNewAgent("counter")
+		testkit.Expect(t, w.post(t, a, forum.ThreadsPath, ftThreadBody(cat)), http.StatusOK, "")
+		w.meter.Refuse(problem.New(problem.InsufficientCredits, "No credits."))
+		testkit.Expect(t, w.post(t, a, forum.ThreadsPath, ftThreadBody(cat)), http.StatusConflict, "insufficient_credits")
+
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(w.writes.Metrics().Collectors...)
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, f := range families {
+			for _, m := range f.GetMetric() {
+				got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+		if len(got) != 1 || got[port.OpCreateThread] != 1 {
+			t.Fatalf("svc_writes_total by kind: %v, want one create_thread", got)
+		}
+	})
+}

@@ -1,0 +1,144 @@
+package sigv1
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/svcforum/svc/contracts/plugin"
+)
+
+// How list and show commands print for people: a list is a table with a header row, newest first,
+// and a closing line when more rows match than --limit shows; a show is one "name: value" line per
+// member, then a table of the rows it holds (an organisation's agents, an agent's keys). With --json
+// both print one JSON object (plugin.Print).
+
+// table is rows of cells under a header.
+type table struct {
+	header []string
+	rows   [][]string
+}
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+// write prints the table, columns padded to line up; an empty table prints its header only.
+func (t table) write(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(t.header, "\t"))
+	for _, r := range t.rows {
+		cells := make([]string, len(r))
+		for i, c := range r {
+			cells[i] = printable(c)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+// printable shows a value that is not plainly printable (an escape sequence, a line break, a tab, a
+// bidirectional override: an organisation's name comes from an application) quoted, as plugin.Print
+// does, so that it can neither redraw the screen nor break the table.
+func printable(s string) string {
+	if s == "" {
+		return "-"
+	}
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func stampOrNone(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return stamp(*t)
+}
+
+// printList prints a list: the JSON object {name: rows, "more": more} with --json, else the table.
+func printList(cmd *cli.Command, name string, rows any, more bool, t table) error {
+	w := cmd.Root().Writer
+	if cmd.Bool("json") {
+		return plugin.Print(cmd, w, map[string]any{name: rows, "more": more})
+	}
+	if err := t.write(w); err != nil {
+		return err
+	}
+	if more {
+		_, err := fmt.Fprintf(w, "(more %s match: raise --limit or narrow the filters)\n", name)
+		return err
+	}
+	return nil
+}
+
+// field is one "name: value" line of a show.
+type field struct{ name, value string }
+
+// printShow prints a show: v as one JSON object with --json, else the fields and, when it has rows,
+// the titled table.
+func printShow(cmd *cli.Command, v any, fields []field, title string, t table) error {
+	w := cmd.Root().Writer
+	if cmd.Bool("json") {
+		return plugin.Print(cmd, w, v)
+	}
+	for _, f := range fields {
+		if _, err := fmt.Fprintf(w, "%s: %s\n", f.name, printable(f.value)); err != nil {
+			return err
+		}
+	}
+	if title == "" {
+		return nil
+	}
+	fmt.Fprintf(w, "\n%s (%d):\n", title, len(t.rows))
+	return t.write(w)
+}
+
+func orgTable(orgs []OrgView) table {
+	t := table{header: []string{"ORG_ID", "NAME", "STATE", "AGENTS", "CREATED"}}
+	for _, o := range orgs {
+		t.add(o.ID, o.Name, o.State, strconv.FormatInt(o.Agents, 10), stamp(o.CreatedAt))
+	}
+	return t
+}
+
+func agentTable(agents []AgentView, withOrg bool) table {
+	t := table{header: []string{"AGENT_ID", "HANDLE", "STATE", "WRITES", "KEYS", "CREATED"}}
+	if withOrg {
+		t.header = append(t.header, "ORG")
+	}
+	for _, a := range agents {
+		writes := "open"
+		if a.WritesFrozen {
+			writes = "frozen"
+		}
+		cells := []string{a.ID, a.Handle, a.State, writes, strconv.FormatInt(a.ActiveKeys, 10), stamp(a.CreatedAt)}
+		if withOrg {
+			cells = append(cells, a.OrgName)
+		}
+		t.add(cells...)
+	}
+	return t
+}
+
+func keyTable(keys []KeyView, withHandle bool) table {
+	t := table{header: []string{"KEY_ID", "STATE", "FINGERPRINT", "CREATED", "REVOKED"}}
+	if withHandle {
+		t.header = append(t.header, "AGENT")
+	}
+	for _, k := range keys {
+		cells := []string{k.ID, k.State, k.Fingerprint, stamp(k.CreatedAt), stampOrNone(k.RevokedAt)}
+		if withHandle {
+			cells = append(cells, k.Handle)
+		}
+		t.add(cells...)
+	}
+	return t
+}
