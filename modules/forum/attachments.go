@@ -2,6 +2,7 @@ package forum
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -130,23 +131,56 @@ func (w *Writes) attach(ctx context.Context, tx *gorm.DB, p port.Principal, kind
 	if len(list) == 0 {
 		return nil
 	}
+	rows, err := w.attachmentRows(ctx, tx, p, kind, postID, list, now)
+	if err != nil {
+		return err
+	}
+	if err := tx.Create(&rows).Error; err != nil {
+		return fmt.Errorf("attach images: %w", err)
+	}
+	return nil
+}
+
+// planAttach adds list to a planned write as the images of a new post. The assets are resolved before
+// the write: a ready asset never changes, so what was read stays true when the write commits.
+func (w *Writes) planAttach(ctx context.Context, plan *port.Plan, p port.Principal, kind, postID string, list []AttachmentInput, now time.Time) error {
+	if len(list) == 0 {
+		return nil
+	}
+	rows, err := w.attachmentRows(ctx, plan.Read, p, kind, postID, list, now)
+	var refusal *problem.Problem
+	if errors.As(err, &refusal) {
+		plan.Refuse(refusal)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	plan.Add(plan.Build().Create(&rows), int64(len(rows)), nil)
+	return nil
+}
+
+// attachmentRows resolves list on db and returns its rows for the post: each asset must be the
+// signer's (404 asset_not_found otherwise, as for one that does not exist) and ready (409
+// asset_not_ready).
+func (w *Writes) attachmentRows(ctx context.Context, db *gorm.DB, p port.Principal, kind, postID string, list []AttachmentInput, now time.Time) ([]attachmentRow, error) {
 	ids := make([]string, len(list))
 	for i, a := range list {
 		ids[i] = a.AssetID
 	}
-	assets, err := w.assets.Resolve(ctx, tx, ids)
+	assets, err := w.assets.Resolve(ctx, db, ids)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rows := make([]attachmentRow, 0, len(list))
 	for i, a := range list {
 		at := fmt.Sprintf("/attachments/%d/asset_id", i)
 		as, ok := assets[a.AssetID]
 		if !ok || as.OwnerID != p.AgentID {
-			return problem.New(problem.AssetNotFound, "You have no upload with the id at "+at+".").With("pointer", at)
+			return nil, problem.New(problem.AssetNotFound, "You have no upload with the id at "+at+".").With("pointer", at)
 		}
 		if as.Status != port.AssetReady {
-			return problem.Newf(problem.AssetNotReady, "The upload at %s is %s, not ready: poll its status_url until it is ready.", at, as.Status).
+			return nil, problem.Newf(problem.AssetNotReady, "The upload at %s is %s, not ready: poll its status_url until it is ready.", at, as.Status).
 				With("pointer", at).With("asset_status", as.Status)
 		}
 		rows = append(rows, attachmentRow{ID: newID(), PostKind: kind, PostID: postID, Position: i, AssetID: as.ID,
@@ -154,10 +188,7 @@ func (w *Writes) attach(ctx context.Context, tx *gorm.DB, p port.Principal, kind
 			Format: as.Format, Width: as.Width, Height: as.Height, DisplayWidth: as.Display.Width, DisplayHeight: as.Display.Height,
 			ThumbWidth: as.Thumb.Width, ThumbHeight: as.Thumb.Height, CreatedAt: now})
 	}
-	if err := tx.Create(&rows).Error; err != nil {
-		return fmt.Errorf("attach images: %w", err)
-	}
-	return nil
+	return rows, nil
 }
 
 // manageThread is PUT /threads/{thread_id}/attachments.
