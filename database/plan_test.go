@@ -110,4 +110,3 @@ func TestPlannedWrite(t *testing.T) {
 		}
 	})
 }
-
