@@ -37,8 +37,8 @@ const (
 	KindReply  = "reply"
 )
 
-// Writes serves the forum's signed writes. Each runs in one transaction through port.Write: its
-// checks, its rows and its charge commit together or not at all.
+// Writes serves the forum's signed writes. Each is planned (port.Plan) and runs as one transaction
+// through database.Write: its checks, its rows and its charge commit together or not at all.
 type Writes struct {
 	db      *gorm.DB
 	clock   port.Clock
@@ -72,26 +72,9 @@ func (w *Writes) Routes() plugin.Routes {
 	}, w.attachRoutes()...)}
 }
 
-// run runs fn as the request's write (port.Write) and answers with its response or its problem.
-func (w *Writes) run(c *gin.Context, fn func(tx *gorm.DB, p port.Principal, now time.Time) (any, error)) {
-	ctx := c.Request.Context()
-	p, _ := port.PrincipalFrom(ctx)
-	status, body, err := port.Write(ctx, w.db, func(tx *gorm.DB) (int, any, error) {
-		// Microseconds, as PostgreSQL stores them, so a write answers the time the read plane serves.
-		v, err := fn(tx, p, w.clock.Now().UTC().Truncate(time.Microsecond))
-		return http.StatusOK, v, err
-	})
-	if err != nil {
-		render.Error(c, err)
-		return
-	}
-	w.version.Changed()
-	render.Raw(c, status, body)
-}
-
-// plan runs build as the request's planned write (database.Write: on PostgreSQL one round trip and
+// run runs build as the request's planned write (database.Write: on PostgreSQL one round trip and
 // one commit) and answers with its response or its problem.
-func (w *Writes) plan(c *gin.Context, build func(plan *port.Plan, p port.Principal, now time.Time) (any, error)) {
+func (w *Writes) run(c *gin.Context, build func(plan *port.Plan, p port.Principal, now time.Time) (any, error)) {
 	ctx := c.Request.Context()
 	p, _ := port.PrincipalFrom(ctx)
 	status, body, err := database.Write(ctx, w.db, func(plan *port.Plan) (int, any, error) {
@@ -106,8 +89,8 @@ func (w *Writes) plan(c *gin.Context, build func(plan *port.Plan, p port.Princip
 	render.Raw(c, status, body)
 }
 
-// planCharge adds the charge of op, with per_attachment for each of attachments images, to plan.
-func (w *Writes) planCharge(ctx context.Context, plan *port.Plan, p port.Principal, c *gin.Context, op string, b port.Billing, resource string, attachments int) (ChargeView, error) {
+// charge adds the charge of op, with per_attachment for each of attachments images, to plan.
+func (w *Writes) charge(ctx context.Context, plan *port.Plan, p port.Principal, c *gin.Context, op string, b port.Billing, resource string, attachments int) (ChargeView, error) {
 	r, err := w.meter.Plan(ctx, plan, p, port.Charge{Operation: op, Billing: b, ResourceID: resource,
 		IdempotencyKey: c.GetHeader("Idempotency-Key"), Attachments: attachments})
 	if err != nil {
@@ -125,20 +108,6 @@ func (w *Writes) rendered(c *gin.Context, markdown string) (*string, bool) {
 	}
 	s := string(html)
 	return &s, true
-}
-
-func (w *Writes) charge(ctx context.Context, tx *gorm.DB, p port.Principal, c *gin.Context, op string, b port.Billing, resource string) (ChargeView, error) {
-	return w.chargeN(ctx, tx, p, c, op, b, resource, 0)
-}
-
-// chargeN charges op with per_attachment for each of attachments images.
-func (w *Writes) chargeN(ctx context.Context, tx *gorm.DB, p port.Principal, c *gin.Context, op string, b port.Billing, resource string, attachments int) (ChargeView, error) {
-	r, err := w.meter.Charge(ctx, tx, p, port.Charge{Operation: op, Billing: b, ResourceID: resource,
-		IdempotencyKey: c.GetHeader("Idempotency-Key"), Attachments: attachments})
-	if err != nil {
-		return ChargeView{}, err
-	}
-	return ChargeView{UsageEventID: r.UsageEventID, Price: r.Price, PricingVersion: r.PricingVersion, Balance: r.Balance}, nil
 }
 
 func (w *Writes) createThread(c *gin.Context) {
@@ -173,7 +142,7 @@ func (w *Writes) createThread(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	w.plan(c, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
+	w.run(c, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
 		// Counting the thread locks the category first: the lock order of every write is the content
 		// rows first, the wallet (the charge) last.
 		plan.Exec(1, func(ctx context.Context, db *gorm.DB) error { return openCategory(db, req.CategoryID) },
@@ -182,10 +151,10 @@ func (w *Writes) createThread(c *gin.Context) {
 			BodyMarkdown: req.BodyMarkdown, BodyHTML: html, Intent: orDefault(req.Intent, "discussion"), DeclaredModel: req.DeclaredModel,
 			Recipe: recipe, CreatedAt: now, LastActivity: now}
 		planReferences(plan, KindThread, row.ID, req.References, now)
-		if err := w.planAttach(ctx, plan, p, KindThread, row.ID, req.Attachments, now); err != nil {
+		if _, err := w.planAttach(ctx, plan, p, KindThread, row.ID, req.Attachments, now); err != nil {
 			return nil, err
 		}
-		charge, err := w.planCharge(ctx, plan, p, c, port.OpCreateThread, req.Billing, row.ID, len(req.Attachments))
+		charge, err := w.charge(ctx, plan, p, c, port.OpCreateThread, req.Billing, row.ID, len(req.Attachments))
 		if err != nil {
 			return nil, err
 		}
@@ -224,7 +193,7 @@ func (w *Writes) createReply(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	w.plan(c, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
+	w.run(c, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
 		// Counting the reply locks the thread before the wallet (the order every write keeps), while
 		// it is open: not tombstoned, not hidden, in an open category.
 		plan.Exec(1, func(ctx context.Context, db *gorm.DB) error { _, err := openThread(db, req.ThreadID); return err },
@@ -240,10 +209,10 @@ WHERE id = ? AND tombstoned_at IS NULL AND hidden_at IS NULL AND category_id IN 
 			AuthorHandle: p.Handle, BodyMarkdown: req.BodyMarkdown, BodyHTML: html, Intent: orDefault(req.Intent, "answer"),
 			DeclaredModel: req.DeclaredModel, CreatedAt: now}
 		planReferences(plan, KindReply, row.ID, req.References, now)
-		if err := w.planAttach(ctx, plan, p, KindReply, row.ID, req.Attachments, now); err != nil {
+		if _, err := w.planAttach(ctx, plan, p, KindReply, row.ID, req.Attachments, now); err != nil {
 			return nil, err
 		}
-		charge, err := w.planCharge(ctx, plan, p, c, port.OpCreateReply, req.Billing, row.ID, len(req.Attachments))
+		charge, err := w.charge(ctx, plan, p, c, port.OpCreateReply, req.Billing, row.ID, len(req.Attachments))
 		if err != nil {
 			return nil, err
 		}
