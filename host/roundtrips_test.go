@@ -22,7 +22,9 @@ type roundTrips struct {
 type startedKey struct{}
 
 // started marks ctx with the time an exchange began, for the matching End.
-func started(ctx context.Context) context.Context { return context.WithValue(ctx, startedKey{}, time.Now()) }
+func started(ctx context.Context) context.Context {
+	return context.WithValue(ctx, startedKey{}, time.Now())
+}
 
 func (rt *roundTrips) ended(ctx context.Context) {
 	if t, ok := ctx.Value(startedKey{}).(time.Time); ok {
@@ -53,7 +55,9 @@ func (rt *roundTrips) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data 
 	return started(ctx)
 }
 
-func (rt *roundTrips) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) { rt.ended(ctx) }
+func (rt *roundTrips) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	rt.ended(ctx)
+}
 
 func (rt *roundTrips) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
 	if !isCounted(ctx) {
@@ -63,7 +67,9 @@ func (rt *roundTrips) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.
 	return started(ctx)
 }
 
-func (rt *roundTrips) TracePrepareEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareEndData) { rt.ended(ctx) }
+func (rt *roundTrips) TracePrepareEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareEndData) {
+	rt.ended(ctx)
+}
 
 // A batch sent outside a transaction runs in one implicit transaction: one round trip, one commit.
 func (rt *roundTrips) TraceBatchStart(ctx context.Context, conn *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
