@@ -42,6 +42,23 @@
 // gain, and the tail is gone. impl=baseline (the same statements straight on the pool) moved alike:
 // p99 1068 ms to 51 ms, p99/p50 231 to 1.5. With the machine busier (load 4 on its 2 cores), p99/p50
 // after was 2.2 to 2.8 in most runs, and before, requests failed at their 5 s timeout.
+//
+// # Planned writes
+//
+// A signed write used to run its statements one round trip at a time inside a transaction: a
+// create_reply was eleven round trips after its admission, most of them waiting, not working. A write
+// whose statements can be decided before any of them runs is planned instead (port.Plan): each step
+// says how many rows it must touch (or a condition that must hold) and how to explain a failure.
+// Write sends the plan as one pgx batch: PostgreSQL runs it in one implicit transaction, ended by the
+// batch's one Sync, so the write is one round trip and one commit. A step checks its own expectation
+// (checkedSQL makes it divide by zero when it finds otherwise, which the planner cannot fold away), so
+// a failed step aborts the batch there and rolls everything back, server-side; its explanation then
+// reads what went wrong and gives the refusal, in the order a statement-at-a-time write would have.
+// The reads a write needs first come from data that cannot change under it (a pricing version's
+// prices, a ready upload) or are re-checked by a step. Numbers only the write learns, like a wallet's
+// balance after its debit, are Late: the answer holds a placeholder that Go replaces with the value
+// the step returned, and the stored idempotent copy replaces in SQL with the same value, so both hold
+// the same bytes. On SQLite the same steps run in one transaction.
 package database
 
 import (

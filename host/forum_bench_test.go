@@ -133,9 +133,10 @@ func BenchmarkCreateReply(b *testing.B) {
 
 // reportTrips reports the round trips and commits per op counted since the last reset.
 func (fb *forumBench) reportTrips(b *testing.B) {
-	trips, commits := fb.rt.report(b.N)
+	trips, commits, waited := fb.rt.report(b.N)
 	b.ReportMetric(trips, "round-trips/op")
 	b.ReportMetric(commits, "commits/op")
+	b.ReportMetric(waited, "db-ms/op")
 }
 
 // essentialReply sends a reply's essential statements as one pgx batch on conn: one round trip, one

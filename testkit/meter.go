@@ -72,6 +72,38 @@ func (m *Meter) Charge(ctx context.Context, tx *gorm.DB, p port.Principal, c por
 	return port.Receipt{UsageEventID: row.ID, Price: price, PricingVersion: c.Billing.PricingVersion, Balance: 1000}, nil
 }
 
+// Plan adds c's row to plan, or a refusal where the real meter would refuse: before its rows. A
+// planned charge is recorded when it is decided: when its plan commits, or when its refusal is the
+// answer (a refusal planned after a step that fails is never reached, as in a transaction).
+func (m *Meter) Plan(ctx context.Context, plan *port.Plan, p port.Principal, c port.Charge) (port.Receipt, error) {
+	m.mu.Lock()
+	refuse, price := m.refuse, m.price
+	m.mu.Unlock()
+	record := func(refused bool) {
+		m.mu.Lock()
+		m.calls = append(m.calls, MeterCall{Principal: p, Charge: c, Refused: refused})
+		m.mu.Unlock()
+	}
+	refusal := func(pr *problem.Problem, refused bool) {
+		plan.Check(func(context.Context, *gorm.DB) error { record(refused); return pr }, "SELECT 1 = 0")
+	}
+	if refuse != nil {
+		cp := *refuse
+		refusal(&cp, true)
+		return port.Receipt{}, nil
+	}
+	if price > c.Billing.MaxCreditCost {
+		refusal(problem.New(problem.PriceExceedsCap, "The effective price exceeds max_credit_cost.").With("effective_price", price), false)
+		return port.Receipt{}, nil
+	}
+	row := ChargeRow{ID: uuid.Must(uuid.NewV7()).String(), AgentID: p.AgentID, OrgID: p.OrgID, Operation: c.Operation,
+		ResourceID: c.ResourceID, IdempotencyKey: c.IdempotencyKey, PricingVersion: c.Billing.PricingVersion,
+		MaxCreditCost: c.Billing.MaxCreditCost, Attachments: c.Attachments}
+	plan.Add(plan.Build().Create(&row), 1, nil)
+	plan.OnCommit(func() { record(false) })
+	return port.Receipt{UsageEventID: row.ID, Price: price, PricingVersion: c.Billing.PricingVersion, Balance: 1000}, nil
+}
+
 // Refuse makes every later charge fail with p (nil: accept again).
 func (m *Meter) Refuse(p *problem.Problem) {
 	m.mu.Lock()

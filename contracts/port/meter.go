@@ -53,4 +53,7 @@ type Receipt struct {
 // price_exceeds_cap (with effective_price) or insufficient_credits; the balance never goes negative.
 type Meter interface {
 	Charge(ctx context.Context, tx *gorm.DB, p Principal, c Charge) (Receipt, error)
+	// Plan adds the same charge to a planned write: its checks, in Charge's order, as steps of plan,
+	// and its rows. The receipt's Balance is a Late placeholder until the plan has run.
+	Plan(ctx context.Context, plan *Plan, p Principal, c Charge) (Receipt, error)
 }

@@ -14,6 +14,9 @@ type Claim interface {
 	// Complete stores status and body as the request's outcome on tx, the write's transaction, so that
 	// the stored response exists exactly when the write does.
 	Complete(tx *gorm.DB, status int, body []byte) error
+	// CompleteIn adds to p, a planned write, the step that stores status and body (Plan.Bytes) as
+	// the request's outcome, so that it commits with the write.
+	CompleteIn(p *Plan, status int, body []byte)
 	// Settled tells the claim that the transaction that completed it committed, so that the guard
 	// runs no statement after the write.
 	Settled()

@@ -48,6 +48,7 @@ func (testWrite) TableName() string { return "billingtest_writes" }
 // world is one test's database and billing's components on it.
 type world struct {
 	dialect   string
+	planned   bool // write charges through Meter.Plan and database.Write, not Meter.Charge and port.Write
 	db        *gorm.DB
 	clock     *testkit.Clock
 	dir       *testkit.Directory
@@ -188,6 +189,9 @@ var errInjected = errors.New("injected failure after the charge")
 // inserts a test row and charges c in the same transaction; fail makes it fail after the charge. It
 // never calls t.Fatal, so goroutines may use it.
 func (w *world) write(ctx context.Context, p port.Principal, c port.Charge, fail bool) (port.Receipt, error) {
+	if w.planned {
+		return w.writePlanned(ctx, p, c, fail)
+	}
 	var rc port.Receipt
 	_, _, err := port.Write(ctx, w.db, func(tx *gorm.DB) (int, any, error) {
 		if err := tx.Create(&testWrite{AgentID: p.AgentID, ResourceID: c.ResourceID}).Error; err != nil {
@@ -207,6 +211,59 @@ func (w *world) write(ctx context.Context, p port.Principal, c port.Charge, fail
 		return port.Receipt{}, err
 	}
 	return rc, nil
+}
+
+// writePlanned is write as a planned write (database.Write), the way the forum's writes charge: the
+// receipt's balance is resolved once the plan has run.
+func (w *world) writePlanned(ctx context.Context, p port.Principal, c port.Charge, fail bool) (port.Receipt, error) {
+	var rc port.Receipt
+	_, body, err := database.Write(ctx, w.db, func(plan *port.Plan) (int, any, error) {
+		plan.Add(plan.Build().Create(&testWrite{AgentID: p.AgentID, ResourceID: c.ResourceID}), 1, nil)
+		r, err := w.meter.Plan(ctx, plan, p, c)
+		if err != nil {
+			return 0, nil, err
+		}
+		if fail {
+			plan.Refuse(errInjected)
+		}
+		rc = r
+		return http.StatusCreated, map[string]any{"balance": r.Balance}, nil
+	})
+	if err != nil {
+		return port.Receipt{}, err
+	}
+	var answer struct{ Balance int64 }
+	if err := json.Unmarshal(body, &answer); err != nil {
+		return port.Receipt{}, err
+	}
+	rc.Balance = answer.Balance
+	return rc, nil
+}
+
+// eachWay runs f on each dialect, once charging in the write's transaction and once planned.
+func eachWay(t *testing.T, f func(t *testing.T, w *world)) {
+	t.Helper()
+	dbtest.Each(t, func(t *testing.T, dialect string) { bothWays(t, dialect, f) })
+}
+
+// eachWayOnPostgres is eachWay on PostgreSQL only.
+func eachWayOnPostgres(t *testing.T, f func(t *testing.T, w *world)) {
+	t.Helper()
+	onPostgres(t, func(t *testing.T, dialect string) { bothWays(t, dialect, f) })
+}
+
+func bothWays(t *testing.T, dialect string, f func(t *testing.T, w *world)) {
+	for _, planned := range []bool{false, true} {
+		name := "transaction"
+		if planned {
+			name = "planned"
+		}
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, dialect)
+			w.planned = planned
+			f(t, w)
+		})
+	}
 }
 
 // charge is a port.Charge of op under version with cap; every charge gets its own resource and key.

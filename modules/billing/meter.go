@@ -3,9 +3,11 @@ package billing
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -19,6 +21,7 @@ import (
 type Meter struct {
 	clock   port.Clock
 	metrics *meterMetrics
+	prices  sync.Map // pricing version code -> prices: a version's prices never change once published
 }
 
 // NewMeter returns the meter.
@@ -37,29 +40,20 @@ func (m *Meter) Charge(ctx context.Context, tx *gorm.DB, p port.Principal, c por
 	if err != nil {
 		return port.Receipt{}, err
 	}
-	var prices map[string]int64
-	if err := json.Unmarshal([]byte(v.Prices), &prices); err != nil {
-		return port.Receipt{}, fmt.Errorf("decode prices of %s: %w", v.Code, err)
+	pv, err := pricesOf(v)
+	if err != nil {
+		return port.Receipt{}, err
 	}
-	base := prices[c.Operation]
-	if c.Attachments < 0 || (v.PerAttachment > 0 && int64(c.Attachments) > (math.MaxInt64-base)/v.PerAttachment) {
-		return port.Receipt{}, fmt.Errorf("charge: %d attachments cannot be priced", c.Attachments)
+	price, err := pv.price(c)
+	if err != nil {
+		return port.Receipt{}, err
 	}
-	price := base + v.PerAttachment*int64(c.Attachments)
-	if price > c.Billing.MaxCreditCost {
-		return port.Receipt{}, problem.Newf(problem.PriceExceedsCap,
-			"The effective price of %s under pricing version %s is %d credits, above your max_credit_cost of %d; nothing was charged.",
-			c.Operation, v.Code, price, c.Billing.MaxCreditCost).With("effective_price", price)
-	}
-
 	balance, ok, err := debit(tx, p.OrgID, price, now)
 	if err != nil {
 		return port.Receipt{}, err
 	}
 	if !ok {
-		return port.Receipt{}, problem.Newf(problem.InsufficientCredits,
-			"Your organisation's wallet holds less than the %d credits %s costs; nothing was charged.", price, c.Operation).
-			With("effective_price", price)
+		return port.Receipt{}, insufficient(c, price)
 	}
 	ev := UsageEvent{ID: newID(), OrgID: p.OrgID, AgentID: p.AgentID, Operation: c.Operation, Price: price,
 		PricingVersion: v.Code, IdempotencyKey: c.IdempotencyKey, ResourceID: c.ResourceID, CreatedAt: now}
@@ -73,6 +67,113 @@ func (m *Meter) Charge(ctx context.Context, tx *gorm.DB, p port.Principal, c por
 	}
 	m.counted(ctx, c.Operation, price)
 	return port.Receipt{UsageEventID: ev.ID, Price: price, PricingVersion: v.Code, Balance: balance}, nil
+}
+
+// Plan adds the charge to a planned write, in Charge's order: the pricing version is still accepted
+// (its prices are read once per process: they never change), the price is within the cap, the debit
+// cannot overdraw, then the usage event and its ledger row. The balance the receipt gives is a Late:
+// the wallet's balance after the debit, as the debit returns it and as the later statements read it.
+func (m *Meter) Plan(ctx context.Context, plan *port.Plan, p port.Principal, c port.Charge) (port.Receipt, error) {
+	if !slices.Contains(port.Operations, c.Operation) {
+		return port.Receipt{}, fmt.Errorf("charge: %q is not a metered operation", c.Operation)
+	}
+	now := m.clock.Now()
+	code := c.Billing.PricingVersion
+	notAccepted := func(ctx context.Context, db *gorm.DB) error {
+		_, err := accepted(db.WithContext(ctx), code, now)
+		return err
+	}
+	pv, known, err := m.pricesOf(ctx, plan.Read, code)
+	if err != nil {
+		return port.Receipt{}, err
+	}
+	// An unknown version fails this step too: its price is not needed then.
+	plan.Check(notAccepted, "SELECT count(*) = 1 FROM billing_pricing_versions WHERE code = ? AND (accepted_until IS NULL OR accepted_until > ?)", code, now)
+	if !known {
+		return port.Receipt{}, nil
+	}
+	price, err := pv.price(c)
+	var refusal *problem.Problem
+	if errors.As(err, &refusal) {
+		plan.Refuse(refusal)
+		return port.Receipt{}, nil
+	}
+	if err != nil {
+		return port.Receipt{}, err
+	}
+	var balance int64
+	rows := int64(1)
+	if price == 0 { // a free operation needs no wallet
+		rows = port.AnyRows
+	}
+	plan.Returning(rows, func(context.Context, *gorm.DB) error { return insufficient(c, price) }, []any{&balance},
+		`UPDATE billing_wallets SET balance = balance - ?, updated_at = ? WHERE org_id = ? AND balance >= ? RETURNING balance`,
+		price, now, p.OrgID, price)
+	after := "COALESCE((SELECT balance FROM billing_wallets WHERE org_id = ?), 0)"
+	ev := UsageEvent{ID: newID(), OrgID: p.OrgID, AgentID: p.AgentID, Operation: c.Operation, Price: price,
+		PricingVersion: code, IdempotencyKey: c.IdempotencyKey, ResourceID: c.ResourceID, CreatedAt: now}
+	plan.Add(plan.Build().Create(&ev), 1, nil)
+	plan.Exec(1, nil, `INSERT INTO billing_ledger (id, org_id, kind, amount, balance_after, reason, usage_event_id, created_at)
+SELECT ?, ?, ?, ?, `+after+`, ?, ?, ?`, newID(), p.OrgID, KindCharge, price, p.OrgID, c.Operation, ev.ID, now)
+	plan.OnCommit(m.count(c.Operation, price))
+	return port.Receipt{UsageEventID: ev.ID, Price: price, PricingVersion: code, Balance: plan.Late(&balance, after, p.OrgID)}, nil
+}
+
+// versionPrices is what a pricing version charges.
+type versionPrices struct {
+	code          string
+	prices        map[string]int64
+	perAttachment int64
+}
+
+func pricesOf(v PricingVersion) (versionPrices, error) {
+	pv := versionPrices{code: v.Code, perAttachment: v.PerAttachment}
+	if err := json.Unmarshal([]byte(v.Prices), &pv.prices); err != nil {
+		return versionPrices{}, fmt.Errorf("decode prices of %s: %w", v.Code, err)
+	}
+	return pv, nil
+}
+
+// pricesOf returns the prices of the version code, read once per process; known is false when no
+// version has the code.
+func (m *Meter) pricesOf(ctx context.Context, db *gorm.DB, code string) (pv versionPrices, known bool, err error) {
+	if v, ok := m.prices.Load(code); ok {
+		return v.(versionPrices), true, nil
+	}
+	var vs []PricingVersion
+	if err := db.WithContext(ctx).Where("code = ?", code).Limit(1).Find(&vs).Error; err != nil {
+		return versionPrices{}, false, fmt.Errorf("read pricing version: %w", err)
+	}
+	if len(vs) == 0 {
+		return versionPrices{}, false, nil
+	}
+	if pv, err = pricesOf(vs[0]); err != nil {
+		return versionPrices{}, false, err
+	}
+	m.prices.Store(code, pv)
+	return pv, true, nil
+}
+
+// price is what c costs under the version: the operation's price and per_attachment for each
+// attachment; a price above the declared cap is refused (409 price_exceeds_cap).
+func (pv versionPrices) price(c port.Charge) (int64, error) {
+	base := pv.prices[c.Operation]
+	if c.Attachments < 0 || (pv.perAttachment > 0 && int64(c.Attachments) > (math.MaxInt64-base)/pv.perAttachment) {
+		return 0, fmt.Errorf("charge: %d attachments cannot be priced", c.Attachments)
+	}
+	price := base + pv.perAttachment*int64(c.Attachments)
+	if price > c.Billing.MaxCreditCost {
+		return 0, problem.Newf(problem.PriceExceedsCap,
+			"The effective price of %s under pricing version %s is %d credits, above your max_credit_cost of %d; nothing was charged.",
+			c.Operation, pv.code, price, c.Billing.MaxCreditCost).With("effective_price", price)
+	}
+	return price, nil
+}
+
+func insufficient(c port.Charge, price int64) error {
+	return problem.Newf(problem.InsufficientCredits,
+		"Your organisation's wallet holds less than the %d credits %s costs; nothing was charged.", price, c.Operation).
+		With("effective_price", price)
 }
 
 // debit takes amount from orgID's wallet on tx with one conditional update, so that concurrent debits

@@ -14,7 +14,6 @@ import (
 
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
-	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/billing"
 )
 
@@ -23,8 +22,7 @@ const wire = "2026-11" // the code of wireExample
 // TestChargeBalanceEqualToPriceEndsAtZero (scenario 22): a balance equal to the price pays it and the
 // row holds exactly 0; the receipt, the usage event and the ledger row agree.
 func TestChargeBalanceEqualToPriceEndsAtZero(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := newWorld(t, dialect)
+	eachWay(t, func(t *testing.T, w *world) {
 		w.publish(t, []byte(wireExample))
 		p := w.funded(t, 10)
 		c := charge(port.OpCreateThread, wire, 10)
@@ -58,8 +56,7 @@ func TestChargeBalanceEqualToPriceEndsAtZero(t *testing.T) {
 // insufficient_credits; balance, usage, ledger and the write are unchanged, and the same charge
 // succeeds after a top-up.
 func TestChargeBalanceOneBelowPriceRefused(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := newWorld(t, dialect)
+	eachWay(t, func(t *testing.T, w *world) {
 		w.publish(t, []byte(wireExample))
 		p := w.funded(t, 4)
 		before := w.state(t)
@@ -94,8 +91,7 @@ func TestChargeBalanceOneBelowPriceRefused(t *testing.T) {
 // organisation, each in its own transaction, against a 10-credit wallet: exactly 10 succeed, the others
 // are insufficient_credits, the balance ends at 0, and there are 10 usage events and 10 writes.
 func TestChargeConcurrentNeverOverdraws(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := newWorld(t, dialect)
+	eachWay(t, func(t *testing.T, w *world) {
 		w.publish(t, []byte(wireExample))
 		org := w.newOrg()
 		w.credit(t, org, 10)
@@ -146,8 +142,7 @@ func TestChargeConcurrentNeverOverdraws(t *testing.T) {
 // TestChargeConcurrentMixedPrices: on PostgreSQL, 40 concurrent charges of mixed prices against a
 // 50-credit wallet never overdraw it, and what remains is exactly the credit minus the charges made.
 func TestChargeConcurrentMixedPrices(t *testing.T) {
-	onPostgres(t, func(t *testing.T, dialect string) {
-		w := newWorld(t, dialect)
+	eachWayOnPostgres(t, func(t *testing.T, w *world) {
 		w.publish(t, []byte(wireExample))
 		org := w.newOrg()
 		w.credit(t, org, 50)
@@ -185,8 +180,7 @@ func TestChargeConcurrentMixedPrices(t *testing.T) {
 // TestChargeRolledBackWithItsWrite (scenario 24): a failure after the charge and before the commit
 // commits nothing (balance, usage, ledger, write); a retry of the same charge then succeeds, once.
 func TestChargeRolledBackWithItsWrite(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := newWorld(t, dialect)
+	eachWay(t, func(t *testing.T, w *world) {
 		w.publish(t, []byte(wireExample))
 		p := w.funded(t, 5)
 		c := charge(port.OpCreateReply, wire, 5)
@@ -229,8 +223,7 @@ func TestChargeRolledBackWithItsWrite(t *testing.T) {
 // TestChargeCapOneBelowPriceRefused (scenario 23): a cap one below the effective price is 409
 // price_exceeds_cap carrying effective_price, and changes nothing; a cap equal to the price passes.
 func TestChargeCapOneBelowPriceRefused(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := newWorld(t, dialect)
+	eachWay(t, func(t *testing.T, w *world) {
 		w.publish(t, []byte(wireExample))
 		p := w.funded(t, 100)
 		before := w.state(t)
@@ -276,8 +269,7 @@ func TestChargeCapOneBelowPriceRefused(t *testing.T) {
 // TestChargeCapCheckedBeforeBalance: a request over its cap is price_exceeds_cap even when the wallet
 // could not pay either (the agent's own mistake is named first).
 func TestChargeCapCheckedBeforeBalance(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := newWorld(t, dialect)
+	eachWay(t, func(t *testing.T, w *world) {
 		w.publish(t, []byte(wireExample))
 		p := w.funded(t, 1)
 		_, err := w.write(context.Background(), p, charge(port.OpCreateThread, wire, 3), false)
@@ -289,8 +281,7 @@ func TestChargeCapCheckedBeforeBalance(t *testing.T) {
 // are 409 pricing_version_not_accepted naming the current version; nothing is charged. Before any
 // publication the current version is null.
 func TestChargePricingVersionNotAccepted(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := newWorld(t, dialect)
+	eachWay(t, func(t *testing.T, w *world) {
 		ctx := context.Background()
 		p := w.funded(t, 100)
 		before := w.state(t)
@@ -326,8 +317,7 @@ func TestChargePricingVersionNotAccepted(t *testing.T) {
 // TestChargeSupersededInGraceAtItsOwnPrices: a version inside its grace period is charged at its own
 // prices, the current one at its own.
 func TestChargeSupersededInGraceAtItsOwnPrices(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := newWorld(t, dialect)
+	eachWay(t, func(t *testing.T, w *world) {
 		ctx := context.Background()
 		w.publish(t, pricingFile("v1", 30, 1, map[string]int64{port.OpCreateReply: 5}))
 		w.clock.Add(time.Hour)
@@ -370,8 +360,7 @@ func TestChargeSupersededInGraceAtItsOwnPrices(t *testing.T) {
 
 // TestChargePerAttachment: each attachment adds the version's per_attachment to the operation's price.
 func TestChargePerAttachment(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := newWorld(t, dialect)
+	eachWay(t, func(t *testing.T, w *world) {
 		w.publish(t, pricingFile("v1", 1, 3, map[string]int64{port.OpCreateThread: 10, port.OpManageReplyAttachments: 0}))
 		p := w.funded(t, 1000)
 		for _, c := range []struct {
@@ -400,8 +389,7 @@ func TestChargePerAttachment(t *testing.T) {
 // int64, is the caller's bug: an error, never a price below the operation's, let alone a negative
 // price that turns the charge into a credit.
 func TestChargeNegativeAttachmentsRefused(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := newWorld(t, dialect)
+	eachWay(t, func(t *testing.T, w *world) {
 		w.publish(t, []byte(wireExample))
 		w.publish(t, pricingFile("big", 30, 1_000_000_000_000, nil))
 		p := w.funded(t, 10)
@@ -433,8 +421,7 @@ func TestChargeNegativeAttachmentsRefused(t *testing.T) {
 // succeeds without a wallet row and records a usage event of price 0; with a wallet it leaves the
 // balance as it was.
 func TestChargeFreeOperationNeedsNoWallet(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := newWorld(t, dialect)
+	eachWay(t, func(t *testing.T, w *world) {
 		w.publish(t, []byte(wireExample))
 		p := w.funded(t, 0)
 		rc, err := w.write(context.Background(), p, charge(port.OpClearVote, wire, 0), false)
@@ -462,8 +449,7 @@ func TestChargeFreeOperationNeedsNoWallet(t *testing.T) {
 // TestChargeUnknownOperationIsError: an operation outside the list is the caller's bug: an error that
 // is not a problem, and nothing is written.
 func TestChargeUnknownOperationIsError(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := newWorld(t, dialect)
+	eachWay(t, func(t *testing.T, w *world) {
 		w.publish(t, []byte(wireExample))
 		p := w.funded(t, 10)
 		before := w.state(t)
@@ -482,8 +468,7 @@ func TestChargeUnknownOperationIsError(t *testing.T) {
 // agent, organisation, idempotency key, resource id and time; the ledger row points at it, and its
 // balance_after is the balance left.
 func TestChargeRecordsUsageEventAndLedger(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := newWorld(t, dialect)
+	eachWay(t, func(t *testing.T, w *world) {
 		w.publish(t, []byte(wireExample))
 		p := w.funded(t, 20)
 		w.clock.Add(90 * time.Minute)
@@ -519,8 +504,7 @@ func TestChargeRecordsUsageEventAndLedger(t *testing.T) {
 // TestChargeRunsOnTheCallersTransaction: the charge is visible inside the caller's transaction before
 // commit and is part of it (the meter never uses a connection of its own).
 func TestChargeRunsOnTheCallersTransaction(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := newWorld(t, dialect)
+	eachWay(t, func(t *testing.T, w *world) {
 		w.publish(t, []byte(wireExample))
 		p := w.funded(t, 10)
 		err := w.db.Transaction(func(tx *gorm.DB) error {

@@ -29,10 +29,15 @@ func newMeterMetrics() *meterMetrics {
 // counted counts a charge of price credits for operation once the write that made it commits
 // (port.OnCommit): a charge whose write rolls back counts nothing.
 func (m *Meter) counted(ctx context.Context, operation string, price int64) {
-	port.OnCommit(ctx, func() {
+	port.OnCommit(ctx, m.count(operation, price))
+}
+
+// count returns what counts one charge, to run once it committed.
+func (m *Meter) count(operation string, price int64) func() {
+	return func() {
 		m.metrics.credits.WithLabelValues(operation).Add(float64(price))
 		m.metrics.charges.WithLabelValues(operation).Inc()
-	})
+	}
 }
 
 // Metrics are the meter's counters, for the host's /metrics.

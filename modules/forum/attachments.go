@@ -2,8 +2,10 @@ package forum
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -118,35 +120,47 @@ func (w *Writes) checkAttachments(list []AttachmentInput) *problem.Problem {
 	return nil
 }
 
-// attach records list as the complete set of images of a post, on tx, after the media module says
-// each asset is the signer's (404 asset_not_found otherwise, as for one that does not exist) and
-// ready (409 asset_not_ready). With replace, the post's earlier set is removed first.
-func (w *Writes) attach(ctx context.Context, tx *gorm.DB, p port.Principal, kind, postID string, list []AttachmentInput, now time.Time, replace bool) error {
-	if replace {
-		if err := tx.Where("post_kind = ? AND post_id = ?", kind, postID).Delete(&attachmentRow{}).Error; err != nil {
-			return fmt.Errorf("detach images: %w", err)
-		}
-	}
+// planAttach adds list to a planned write as the images of a post, and returns their rows. The assets
+// are resolved before the write: a ready asset never changes, so what was read stays true when the
+// write commits.
+func (w *Writes) planAttach(ctx context.Context, plan *port.Plan, p port.Principal, kind, postID string, list []AttachmentInput, now time.Time) ([]attachmentRow, error) {
 	if len(list) == 0 {
-		return nil
+		return nil, nil
 	}
+	rows, err := w.attachmentRows(ctx, plan.Read, p, kind, postID, list, now)
+	var refusal *problem.Problem
+	if errors.As(err, &refusal) {
+		plan.Refuse(refusal)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	plan.Add(plan.Build().Create(&rows), int64(len(rows)), nil)
+	return rows, nil
+}
+
+// attachmentRows resolves list on db and returns its rows for the post: each asset must be the
+// signer's (404 asset_not_found otherwise, as for one that does not exist) and ready (409
+// asset_not_ready).
+func (w *Writes) attachmentRows(ctx context.Context, db *gorm.DB, p port.Principal, kind, postID string, list []AttachmentInput, now time.Time) ([]attachmentRow, error) {
 	ids := make([]string, len(list))
 	for i, a := range list {
 		ids[i] = a.AssetID
 	}
-	assets, err := w.assets.Resolve(ctx, tx, ids)
+	assets, err := w.assets.Resolve(ctx, db, ids)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rows := make([]attachmentRow, 0, len(list))
 	for i, a := range list {
 		at := fmt.Sprintf("/attachments/%d/asset_id", i)
 		as, ok := assets[a.AssetID]
 		if !ok || as.OwnerID != p.AgentID {
-			return problem.New(problem.AssetNotFound, "You have no upload with the id at "+at+".").With("pointer", at)
+			return nil, problem.New(problem.AssetNotFound, "You have no upload with the id at "+at+".").With("pointer", at)
 		}
 		if as.Status != port.AssetReady {
-			return problem.Newf(problem.AssetNotReady, "The upload at %s is %s, not ready: poll its status_url until it is ready.", at, as.Status).
+			return nil, problem.Newf(problem.AssetNotReady, "The upload at %s is %s, not ready: poll its status_url until it is ready.", at, as.Status).
 				With("pointer", at).With("asset_status", as.Status)
 		}
 		rows = append(rows, attachmentRow{ID: newID(), PostKind: kind, PostID: postID, Position: i, AssetID: as.ID,
@@ -154,10 +168,7 @@ func (w *Writes) attach(ctx context.Context, tx *gorm.DB, p port.Principal, kind
 			Format: as.Format, Width: as.Width, Height: as.Height, DisplayWidth: as.Display.Width, DisplayHeight: as.Display.Height,
 			ThumbWidth: as.Thumb.Width, ThumbHeight: as.Thumb.Height, CreatedAt: now})
 	}
-	if err := tx.Create(&rows).Error; err != nil {
-		return fmt.Errorf("attach images: %w", err)
-	}
-	return nil
+	return rows, nil
 }
 
 // manageThread is PUT /threads/{thread_id}/attachments.
@@ -187,25 +198,18 @@ func (w *Writes) manage(c *gin.Context, name string, t target, op string) {
 		return
 	}
 	ctx := c.Request.Context()
-	w.run(c, func(tx *gorm.DB, p port.Principal, now time.Time) (any, error) {
-		if err := t.lock(tx); err != nil {
-			return nil, err
-		}
-		if err := t.authoredBy(tx, p.AgentID, "change the images of"); err != nil {
-			return nil, err
-		}
-		if err := w.attach(ctx, tx, p, t.kind, t.id, req.Attachments, now, true); err != nil {
-			return nil, err
-		}
-		charge, err := w.chargeN(ctx, tx, p, c, op, req.Billing, t.id, len(req.Attachments))
+	w.run(c, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
+		t.planLock(plan, p.AgentID, "change the images of")
+		plan.Exec(port.AnyRows, nil, "DELETE FROM forum_attachments WHERE post_kind = ? AND post_id = ?", t.kind, t.id)
+		rows, err := w.planAttach(ctx, plan, p, t.kind, t.id, req.Attachments, now)
 		if err != nil {
 			return nil, err
 		}
-		views, err := attachmentViews(ctx, tx, w.assets, t.kind, []string{t.id})
+		charge, err := w.charge(ctx, plan, p, c, op, req.Billing, t.id, len(req.Attachments))
 		if err != nil {
 			return nil, err
 		}
-		out := views[t.id]
+		out := viewsOf(w.assets, sortedForShow(rows))[t.id]
 		if out == nil {
 			out = []Attachment{}
 		}
@@ -225,6 +229,30 @@ func attachmentViews(ctx context.Context, db *gorm.DB, assets port.Assets, kind 
 		Order("post_id, is_cover DESC, position").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read attachments: %w", err)
 	}
+	return viewsOf(assets, rows), nil
+}
+
+// sortedForShow orders a post's rows as attachmentViews reads them: the cover first, then by position.
+func sortedForShow(rows []attachmentRow) []attachmentRow {
+	out := slices.Clone(rows)
+	slices.SortStableFunc(out, func(a, b attachmentRow) int {
+		if a.IsCover != b.IsCover {
+			if a.IsCover {
+				return -1
+			}
+			return 1
+		}
+		return a.Position - b.Position
+	})
+	return out
+}
+
+// viewsOf shows rows, in their order, by post.
+func viewsOf(assets port.Assets, rows []attachmentRow) map[string][]Attachment {
+	out := map[string][]Attachment{}
+	if assets == nil {
+		return out
+	}
 	for _, r := range rows {
 		ct := "image/jpeg"
 		if r.Format == "png" {
@@ -235,7 +263,7 @@ func attachmentViews(ctx context.Context, db *gorm.DB, assets port.Assets, kind 
 			Display: ImageURL{URL: assets.URL(r.AssetID, "display"), Width: r.DisplayWidth, Height: r.DisplayHeight},
 			Thumb:   ImageURL{URL: assets.URL(r.AssetID, "thumb"), Width: r.ThumbWidth, Height: r.ThumbHeight}})
 	}
-	return out, nil
+	return out
 }
 
 // Shown offers port.Attachments to the media module: an image is served only while a visible post

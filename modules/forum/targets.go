@@ -1,6 +1,8 @@
 package forum
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -31,22 +33,44 @@ func targetOf(r TargetRequest) (target, *problem.Problem) {
 	return target{}, problem.New(problem.BadRequest, "Name exactly one target: thread_id or reply_id, not both and not neither.")
 }
 
-// lock takes the target's row for this transaction (an UPDATE that changes nothing locks it on
-// PostgreSQL; SQLite has one writer), so that concurrent votes on it count correctly. It answers 404
-// for a missing target and 403 for a tombstoned one.
-func (t target) lock(tx *gorm.DB) error {
-	res := tx.Exec("UPDATE "+t.table+" SET score = score WHERE id = ?", t.id)
-	if res.Error != nil {
-		return fmt.Errorf("lock %s: %w", t.kind, res.Error)
+// openSQL is the condition on the target's row that it takes writes: neither tombstoned nor hidden,
+// in an open category, in a thread no operator locked (its one variable is CategoryOpen).
+func (t target) openSQL() string {
+	if t.kind == KindReply {
+		return "tombstoned_at IS NULL AND hidden_at IS NULL AND thread_id IN " +
+			"(SELECT th.id FROM forum_threads th JOIN forum_categories c ON c.id = th.category_id WHERE c.state = ? AND th.locked_at IS NULL)"
 	}
-	if res.RowsAffected == 0 {
-		return problem.Newf(problem.NotFound, "No %s has this id.", t.kind)
+	return "tombstoned_at IS NULL AND hidden_at IS NULL AND category_id IN (SELECT id FROM forum_categories WHERE state = ?) AND locked_at IS NULL"
+}
+
+// planLock adds the write's first step: it locks the target's row (an UPDATE that changes nothing),
+// so that concurrent writes on it count correctly, while the target takes writes and, unless author
+// is empty, was written by author; doing says what only the author may do ("tombstone"). Its
+// explanation is check's, then authoredBy's.
+func (t target) planLock(plan *port.Plan, author, doing string) {
+	cond, vars := "id = ? AND "+t.openSQL(), []any{t.id, CategoryOpen}
+	if author != "" {
+		cond += " AND author_id = ?"
+		vars = append(vars, author)
 	}
+	plan.Exec(1, func(ctx context.Context, db *gorm.DB) error {
+		if err := t.check(db); err != nil || author == "" {
+			return err
+		}
+		return t.authoredBy(db, author, doing)
+	}, "UPDATE "+t.table+" SET score = score WHERE "+cond, vars...)
+}
+
+// check answers 404 for a missing target, 403 for a tombstoned or hidden one, 403 when its category
+// is not open, and 403 thread_locked when its thread is locked.
+func (t target) check(db *gorm.DB) error {
 	var state struct {
 		TombstonedAt *time.Time
 		HiddenAt     *time.Time
 	}
-	if err := tx.Table(t.table).Select("tombstoned_at, hidden_at").Where("id = ?", t.id).Take(&state).Error; err != nil {
+	if err := db.Table(t.table).Select("tombstoned_at, hidden_at").Where("id = ?", t.id).Take(&state).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+		return problem.Newf(problem.NotFound, "No %s has this id.", t.kind)
+	} else if err != nil {
 		return fmt.Errorf("read %s: %w", t.kind, err)
 	}
 	if state.TombstonedAt != nil {
@@ -59,20 +83,20 @@ func (t target) lock(tx *gorm.DB) error {
 	threadID := t.id
 	if t.kind == KindReply {
 		var ids []string
-		if err := tx.Model(&replyRow{}).Where("id = ?", t.id).Pluck("thread_id", &ids).Error; err != nil || len(ids) != 1 {
+		if err := db.Model(&replyRow{}).Where("id = ?", t.id).Pluck("thread_id", &ids).Error; err != nil || len(ids) != 1 {
 			return fmt.Errorf("read the reply's thread: %v", err)
 		}
 		threadID = ids[0]
 	}
 	var states []string
-	if err := tx.Table("forum_categories AS c").Joins("JOIN forum_threads AS t ON t.category_id = c.id").
+	if err := db.Table("forum_categories AS c").Joins("JOIN forum_threads AS t ON t.category_id = c.id").
 		Where("t.id = ?", threadID).Pluck("c.state", &states).Error; err != nil || len(states) != 1 {
 		return fmt.Errorf("read the category's state: %v", err)
 	}
 	if states[0] != CategoryOpen {
 		return problem.Newf(problem.CategoryNotOpen, "The post's category is %s: it takes no writes.", states[0])
 	}
-	locked, err := lockedThread(tx, threadID)
+	locked, err := lockedThread(db, threadID)
 	if err != nil {
 		return err
 	}
@@ -95,13 +119,6 @@ func (t target) authoredBy(tx *gorm.DB, agentID, doing string) error {
 	return nil
 }
 
-// tally returns the target's votes.
-func (t target) tally(tx *gorm.DB) (Votes, error) {
-	var v Votes
-	err := tx.Table(t.table).Select("score, up, down").Where("id = ?", t.id).Take(&v).Error
-	return v, err
-}
-
 // bindTarget decodes a vote, clear or tombstone body against schema name and returns its target.
 func (w *Writes) bindTarget(c *gin.Context, name string) (TargetRequest, target, bool) {
 	var req TargetRequest
@@ -116,37 +133,33 @@ func (w *Writes) bindTarget(c *gin.Context, name string) (TargetRequest, target,
 	return req, t, true
 }
 
-// setVote makes the caller's vote on t value (+1, -1, or 0 to clear it) and moves the tally.
-func setVote(tx *gorm.DB, agentID string, t target, value int, now time.Time) (Votes, error) {
-	var old []voteRow
-	if err := tx.Where("agent_id = ? AND target_kind = ? AND target_id = ?", agentID, t.kind, t.id).Limit(1).Find(&old).Error; err != nil {
-		return Votes{}, fmt.Errorf("read vote: %w", err)
+// planVote adds to plan making the caller's vote on t value (+1, -1, or 0 to clear it) and moving the
+// tally, and returns the tally after it (Late numbers). The tally moves first, by the difference from
+// the vote the statement still sees (the target's row is locked since the write's first step).
+func planVote(plan *port.Plan, agentID string, t target, value int, now time.Time) Votes {
+	old := func(expr string) string {
+		return "COALESCE((SELECT " + expr + " FROM forum_votes v WHERE v.agent_id = ? AND v.target_kind = ? AND v.target_id = ?), 0)"
 	}
-	prev := 0
-	if len(old) == 1 {
-		prev = old[0].Value
+	var v Votes
+	key := []any{agentID, t.kind, t.id}
+	vars := append(append(append([]any{count(0, value, 1)}, key...), count(0, value, -1)), key...)
+	vars = append(append(append(vars, value), key...), t.id)
+	plan.Returning(1, nil, []any{&v.Score, &v.Up, &v.Down}, "UPDATE "+t.table+
+		" SET up = up + ? - "+old("CASE WHEN v.value = 1 THEN 1 ELSE 0 END")+
+		", down = down + ? - "+old("CASE WHEN v.value = -1 THEN 1 ELSE 0 END")+
+		", score = score + ? - "+old("v.value")+
+		" WHERE id = ? RETURNING score, up, down", vars...)
+	if value == 0 {
+		plan.Exec(port.AnyRows, nil, "DELETE FROM forum_votes WHERE agent_id = ? AND target_kind = ? AND target_id = ?", key...)
+	} else {
+		plan.Exec(port.AnyRows, nil, `INSERT INTO forum_votes (agent_id, target_kind, target_id, value, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (agent_id, target_kind, target_id) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+WHERE forum_votes.value <> excluded.value`, agentID, t.kind, t.id, value, now, now)
 	}
-	switch {
-	case value == 0 && prev != 0:
-		if err := tx.Where("agent_id = ? AND target_kind = ? AND target_id = ?", agentID, t.kind, t.id).Delete(&voteRow{}).Error; err != nil {
-			return Votes{}, fmt.Errorf("clear vote: %w", err)
-		}
-	case value != 0 && prev == 0:
-		if err := tx.Create(&voteRow{AgentID: agentID, TargetKind: t.kind, TargetID: t.id, Value: value, CreatedAt: now, UpdatedAt: now}).Error; err != nil {
-			return Votes{}, fmt.Errorf("record vote: %w", err)
-		}
-	case value != 0 && prev != value:
-		if err := tx.Model(&voteRow{}).Where("agent_id = ? AND target_kind = ? AND target_id = ?", agentID, t.kind, t.id).
-			Updates(map[string]any{"value": value, "updated_at": now}).Error; err != nil {
-			return Votes{}, fmt.Errorf("change vote: %w", err)
-		}
+	of := func(dst *int64, column string) int64 {
+		return plan.Late(dst, "SELECT "+column+" FROM "+t.table+" WHERE id = ?", t.id)
 	}
-	up, down := count(prev, value, 1), count(prev, value, -1)
-	if err := tx.Exec("UPDATE "+t.table+" SET up = up + ?, down = down + ?, score = score + ? WHERE id = ?",
-		up, down, value-prev, t.id).Error; err != nil {
-		return Votes{}, fmt.Errorf("tally vote: %w", err)
-	}
-	return t.tally(tx)
+	return Votes{Score: of(&v.Score, "score"), Up: of(&v.Up, "up"), Down: of(&v.Down, "down")}
 }
 
 // count is how the number of votes of sign changes when a vote moves from prev to next.
@@ -174,18 +187,13 @@ func (w *Writes) vote(c *gin.Context) {
 	}
 	value := voteValues[*req.Value]
 	ctx := c.Request.Context()
-	w.run(c, func(tx *gorm.DB, p port.Principal, now time.Time) (any, error) {
-		if err := t.lock(tx); err != nil {
-			return nil, err
-		}
-		charge, err := w.charge(ctx, tx, p, c, port.OpVote, req.Billing, t.id)
+	w.run(c, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
+		t.planLock(plan, "", "")
+		charge, err := w.charge(ctx, plan, p, c, port.OpVote, req.Billing, t.id, 0)
 		if err != nil {
 			return nil, err
 		}
-		v, err := setVote(tx, p.AgentID, t, value, now)
-		if err != nil {
-			return nil, err
-		}
+		v := planVote(plan, p.AgentID, t, value, now)
 		return VoteResponse{TargetKind: t.kind, TargetID: t.id, Value: req.Value, Score: v.Score, Up: v.Up, Down: v.Down, Charge: charge}, nil
 	})
 }
@@ -196,18 +204,13 @@ func (w *Writes) clearVote(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	w.run(c, func(tx *gorm.DB, p port.Principal, now time.Time) (any, error) {
-		if err := t.lock(tx); err != nil {
-			return nil, err
-		}
-		charge, err := w.charge(ctx, tx, p, c, port.OpClearVote, req.Billing, t.id)
+	w.run(c, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
+		t.planLock(plan, "", "")
+		charge, err := w.charge(ctx, plan, p, c, port.OpClearVote, req.Billing, t.id, 0)
 		if err != nil {
 			return nil, err
 		}
-		v, err := setVote(tx, p.AgentID, t, 0, now)
-		if err != nil {
-			return nil, err
-		}
+		v := planVote(plan, p.AgentID, t, 0, now)
 		return VoteResponse{TargetKind: t.kind, TargetID: t.id, Value: nil, Score: v.Score, Up: v.Up, Down: v.Down, Charge: charge}, nil
 	})
 }
@@ -218,20 +221,13 @@ func (w *Writes) tombstone(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	w.run(c, func(tx *gorm.DB, p port.Principal, now time.Time) (any, error) {
-		if err := t.lock(tx); err != nil {
-			return nil, err
-		}
-		if err := t.authoredBy(tx, p.AgentID, "tombstone"); err != nil {
-			return nil, err
-		}
-		charge, err := w.charge(ctx, tx, p, c, port.OpTombstone, req.Billing, t.id)
+	w.run(c, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
+		t.planLock(plan, p.AgentID, "tombstone")
+		charge, err := w.charge(ctx, plan, p, c, port.OpTombstone, req.Billing, t.id, 0)
 		if err != nil {
 			return nil, err
 		}
-		if err := tx.Exec("UPDATE "+t.table+" SET tombstoned_at = ? WHERE id = ?", now, t.id).Error; err != nil {
-			return nil, fmt.Errorf("tombstone: %w", err)
-		}
+		plan.Exec(1, nil, "UPDATE "+t.table+" SET tombstoned_at = ? WHERE id = ?", now, t.id)
 		return TombstoneResponse{TargetKind: t.kind, TargetID: t.id, TombstonedAt: now.UTC(), Charge: charge}, nil
 	})
 }

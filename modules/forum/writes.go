@@ -19,6 +19,7 @@ import (
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/render"
 	"github.com/svcforum/svc/contracts/schema"
+	"github.com/svcforum/svc/database"
 )
 
 // The agent-plane paths of the forum's writes, relative to plugin.AgentPrefix.
@@ -36,8 +37,8 @@ const (
 	KindReply  = "reply"
 )
 
-// Writes serves the forum's signed writes. Each runs in one transaction through port.Write: its
-// checks, its rows and its charge commit together or not at all.
+// Writes serves the forum's signed writes. Each is planned (port.Plan) and runs as one transaction
+// through database.Write: its checks, its rows and its charge commit together or not at all.
 type Writes struct {
 	db      *gorm.DB
 	clock   port.Clock
@@ -72,13 +73,13 @@ func (w *Writes) Routes() plugin.Routes {
 	}, w.attachRoutes()...)}
 }
 
-// run runs fn as the request's write (port.Write) and answers with its response or its problem.
-func (w *Writes) run(c *gin.Context, fn func(tx *gorm.DB, p port.Principal, now time.Time) (any, error)) {
+// run runs build as the request's planned write (database.Write: on PostgreSQL one round trip and
+// one commit) and answers with its response or its problem.
+func (w *Writes) run(c *gin.Context, build func(plan *port.Plan, p port.Principal, now time.Time) (any, error)) {
 	ctx := c.Request.Context()
 	p, _ := port.PrincipalFrom(ctx)
-	status, body, err := port.Write(ctx, w.db, func(tx *gorm.DB) (int, any, error) {
-		// Microseconds, as PostgreSQL stores them, so a write answers the time the read plane serves.
-		v, err := fn(tx, p, w.clock.Now().UTC().Truncate(time.Microsecond))
+	status, body, err := database.Write(ctx, w.db, func(plan *port.Plan) (int, any, error) {
+		v, err := build(plan, p, w.clock.Now().UTC().Truncate(time.Microsecond))
 		return http.StatusOK, v, err
 	})
 	if err != nil {
@@ -90,6 +91,16 @@ func (w *Writes) run(c *gin.Context, fn func(tx *gorm.DB, p port.Principal, now 
 	render.Raw(c, status, body)
 }
 
+// charge adds the charge of op, with per_attachment for each of attachments images, to plan.
+func (w *Writes) charge(ctx context.Context, plan *port.Plan, p port.Principal, c *gin.Context, op string, b port.Billing, resource string, attachments int) (ChargeView, error) {
+	r, err := w.meter.Plan(ctx, plan, p, port.Charge{Operation: op, Billing: b, ResourceID: resource,
+		IdempotencyKey: c.GetHeader("Idempotency-Key"), Attachments: attachments})
+	if err != nil {
+		return ChargeView{}, err
+	}
+	return ChargeView{UsageEventID: r.UsageEventID, Price: r.Price, PricingVersion: r.PricingVersion, Balance: r.Balance}, nil
+}
+
 // rendered is a post's Markdown as the pages show it, rendered once, by the write that stores it.
 func (w *Writes) rendered(c *gin.Context, markdown string) (*string, bool) {
 	html, err := w.md.render(markdown)
@@ -99,20 +110,6 @@ func (w *Writes) rendered(c *gin.Context, markdown string) (*string, bool) {
 	}
 	s := string(html)
 	return &s, true
-}
-
-func (w *Writes) charge(ctx context.Context, tx *gorm.DB, p port.Principal, c *gin.Context, op string, b port.Billing, resource string) (ChargeView, error) {
-	return w.chargeN(ctx, tx, p, c, op, b, resource, 0)
-}
-
-// chargeN charges op with per_attachment for each of attachments images.
-func (w *Writes) chargeN(ctx context.Context, tx *gorm.DB, p port.Principal, c *gin.Context, op string, b port.Billing, resource string, attachments int) (ChargeView, error) {
-	r, err := w.meter.Charge(ctx, tx, p, port.Charge{Operation: op, Billing: b, ResourceID: resource,
-		IdempotencyKey: c.GetHeader("Idempotency-Key"), Attachments: attachments})
-	if err != nil {
-		return ChargeView{}, err
-	}
-	return ChargeView{UsageEventID: r.UsageEventID, Price: r.Price, PricingVersion: r.PricingVersion, Balance: r.Balance}, nil
 }
 
 func (w *Writes) createThread(c *gin.Context) {
@@ -147,40 +144,37 @@ func (w *Writes) createThread(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	w.run(c, func(tx *gorm.DB, p port.Principal, now time.Time) (any, error) {
-		var cat categoryRow
-		if err := tx.Where("id = ?", req.CategoryID).Take(&cat).Error; err != nil {
-			return nil, notFound(err, "category", "/category_id")
-		}
-		if cat.State != CategoryOpen {
-			return nil, problem.Newf(problem.CategoryNotOpen, "The category %q is %s: it takes no new threads.", cat.Slug, cat.State)
-		}
-		// Lock order of every write: the content rows first, the wallet (the charge) last.
-		res := tx.Model(&categoryRow{}).Where("id = ? AND state = ?", cat.ID, CategoryOpen).UpdateColumn("thread_count", gorm.Expr("thread_count + 1"))
-		if res.Error != nil {
-			return nil, fmt.Errorf("count thread: %w", res.Error)
-		}
-		if res.RowsAffected == 0 {
-			return nil, problem.Newf(problem.CategoryNotOpen, "The category %q no longer takes new threads.", cat.Slug)
-		}
-		row := threadRow{ID: newID(), CategoryID: cat.ID, AuthorID: p.AgentID, AuthorHandle: p.Handle, Title: req.Title,
+	w.run(c, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
+		// Counting the thread locks the category first: the lock order of every write is the content
+		// rows first, the wallet (the charge) last.
+		plan.Exec(1, func(ctx context.Context, db *gorm.DB) error { return openCategory(db, req.CategoryID) },
+			"UPDATE forum_categories SET thread_count = thread_count + 1 WHERE id = ? AND state = ?", req.CategoryID, CategoryOpen)
+		row := threadRow{ID: newID(), CategoryID: req.CategoryID, AuthorID: p.AgentID, AuthorHandle: p.Handle, Title: req.Title,
 			BodyMarkdown: req.BodyMarkdown, BodyHTML: html, Intent: orDefault(req.Intent, "discussion"), DeclaredModel: req.DeclaredModel,
 			Recipe: recipe, CreatedAt: now, LastActivity: now}
-		if err := addReferences(tx, KindThread, row.ID, req.References, now); err != nil {
+		planReferences(plan, KindThread, row.ID, req.References, now)
+		if _, err := w.planAttach(ctx, plan, p, KindThread, row.ID, req.Attachments, now); err != nil {
 			return nil, err
 		}
-		if err := w.attach(ctx, tx, p, KindThread, row.ID, req.Attachments, now, false); err != nil {
-			return nil, err
-		}
-		charge, err := w.chargeN(ctx, tx, p, c, port.OpCreateThread, req.Billing, row.ID, len(req.Attachments))
+		charge, err := w.charge(ctx, plan, p, c, port.OpCreateThread, req.Billing, row.ID, len(req.Attachments))
 		if err != nil {
 			return nil, err
 		}
-		if err := tx.Create(&row).Error; err != nil {
-			return nil, fmt.Errorf("create thread: %w", err)
-		}
-		return CreatedThreadResponse{ThreadID: row.ID, CategoryID: cat.ID, CreatedAt: now.UTC(), Charge: charge}, nil
+		plan.Add(plan.Build().Create(&row), 1, nil)
+		return CreatedThreadResponse{ThreadID: row.ID, CategoryID: row.CategoryID, CreatedAt: now.UTC(), Charge: charge}, nil
 	})
+}
+
+// openCategory refuses unless the category id exists (404) and is open (403 category_not_open).
+func openCategory(db *gorm.DB, id string) error {
+	var cat categoryRow
+	if err := db.Where("id = ?", id).Take(&cat).Error; err != nil {
+		return notFound(err, "category", "/category_id")
+	}
+	if cat.State != CategoryOpen {
+		return problem.Newf(problem.CategoryNotOpen, "The category %q is %s: it takes no new threads.", cat.Slug, cat.State)
+	}
+	return nil
 }
 
 func (w *Writes) createReply(c *gin.Context) {
@@ -201,57 +195,52 @@ func (w *Writes) createReply(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	w.run(c, func(tx *gorm.DB, p port.Principal, now time.Time) (any, error) {
-		th, err := openThread(tx, req.ThreadID)
-		if err != nil {
-			return nil, err
+	w.run(c, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
+		// Counting the reply locks the thread before the wallet (the order every write keeps), while
+		// it is open: not tombstoned, hidden or locked, in an open category.
+		plan.Exec(1, func(ctx context.Context, db *gorm.DB) error { _, err := openThread(db, req.ThreadID); return err },
+			`UPDATE forum_threads SET reply_count = reply_count + 1, last_activity = ?
+WHERE id = ? AND tombstoned_at IS NULL AND hidden_at IS NULL AND locked_at IS NULL
+  AND category_id IN (SELECT id FROM forum_categories WHERE state = ?)`,
+			now, req.ThreadID, CategoryOpen)
+		if parent := req.ParentReplyID; parent != nil {
+			plan.Check(func(ctx context.Context, db *gorm.DB) error { return openParent(db, *parent, req.ThreadID) },
+				"SELECT count(*) = 1 FROM forum_replies WHERE id = ? AND thread_id = ? AND tombstoned_at IS NULL AND hidden_at IS NULL",
+				*parent, req.ThreadID)
 		}
-		if req.ParentReplyID != nil {
-			var parent replyRow
-			if err := tx.Where("id = ?", *req.ParentReplyID).Take(&parent).Error; err != nil {
-				return nil, notFound(err, "reply", "/parent_reply_id")
-			}
-			if parent.ThreadID != th.ID {
-				return nil, invalid("/parent_reply_id", "thread", "the parent reply belongs to another thread")
-			}
-			if parent.TombstonedAt != nil {
-				return nil, problem.New(problem.ContentTombstoned, "The parent reply is tombstoned: it takes no new replies.")
-			}
-			if parent.HiddenAt != nil {
-				return nil, problem.New(problem.ContentHidden, "The parent reply was removed by moderation: it takes no new replies.")
-			}
-		}
-		// Lock the thread before the wallet (the order every write keeps), re-checking that it is
-		// still not tombstoned.
-		res := tx.Model(&threadRow{}).Where("id = ? AND tombstoned_at IS NULL AND hidden_at IS NULL AND locked_at IS NULL", th.ID).
-			UpdateColumns(map[string]any{"reply_count": gorm.Expr("reply_count + 1"), "last_activity": now})
-		if res.Error != nil {
-			return nil, fmt.Errorf("count reply: %w", res.Error)
-		}
-		if res.RowsAffected == 0 { // tombstoned, hidden or locked since openThread read it
-			if _, err := openThread(tx, th.ID); err != nil {
-				return nil, err
-			}
-			return nil, problem.New(problem.ContentTombstoned, "The thread is tombstoned: it takes no new replies.")
-		}
-		row := replyRow{ID: newID(), ThreadID: th.ID, ParentReplyID: req.ParentReplyID, AuthorID: p.AgentID,
+		row := replyRow{ID: newID(), ThreadID: req.ThreadID, ParentReplyID: req.ParentReplyID, AuthorID: p.AgentID,
 			AuthorHandle: p.Handle, BodyMarkdown: req.BodyMarkdown, BodyHTML: html, Intent: orDefault(req.Intent, "answer"),
 			DeclaredModel: req.DeclaredModel, CreatedAt: now}
-		if err := addReferences(tx, KindReply, row.ID, req.References, now); err != nil {
+		planReferences(plan, KindReply, row.ID, req.References, now)
+		if _, err := w.planAttach(ctx, plan, p, KindReply, row.ID, req.Attachments, now); err != nil {
 			return nil, err
 		}
-		if err := w.attach(ctx, tx, p, KindReply, row.ID, req.Attachments, now, false); err != nil {
-			return nil, err
-		}
-		charge, err := w.chargeN(ctx, tx, p, c, port.OpCreateReply, req.Billing, row.ID, len(req.Attachments))
+		charge, err := w.charge(ctx, plan, p, c, port.OpCreateReply, req.Billing, row.ID, len(req.Attachments))
 		if err != nil {
 			return nil, err
 		}
-		if err := tx.Create(&row).Error; err != nil {
-			return nil, fmt.Errorf("create reply: %w", err)
-		}
-		return CreatedReplyResponse{ReplyID: row.ID, ThreadID: th.ID, ParentReplyID: row.ParentReplyID, CreatedAt: now.UTC(), Charge: charge}, nil
+		plan.Add(plan.Build().Create(&row), 1, nil)
+		return CreatedReplyResponse{ReplyID: row.ID, ThreadID: row.ThreadID, ParentReplyID: row.ParentReplyID, CreatedAt: now.UTC(), Charge: charge}, nil
 	})
+}
+
+// openParent refuses unless the reply parentID exists (404), belongs to threadID (422) and is neither
+// tombstoned nor hidden (403).
+func openParent(db *gorm.DB, parentID, threadID string) error {
+	var parent replyRow
+	if err := db.Where("id = ?", parentID).Take(&parent).Error; err != nil {
+		return notFound(err, "reply", "/parent_reply_id")
+	}
+	if parent.ThreadID != threadID {
+		return invalid("/parent_reply_id", "thread", "the parent reply belongs to another thread")
+	}
+	if parent.TombstonedAt != nil {
+		return problem.New(problem.ContentTombstoned, "The parent reply is tombstoned: it takes no new replies.")
+	}
+	if parent.HiddenAt != nil {
+		return problem.New(problem.ContentHidden, "The parent reply was removed by moderation: it takes no new replies.")
+	}
+	return nil
 }
 
 // openThread returns the thread id if it exists (404), is not tombstoned and its category is open
@@ -280,37 +269,40 @@ func openThread(tx *gorm.DB, id string) (threadRow, error) {
 	return th, nil
 }
 
-// addReferences validates and records the typed edges of a new post: each target exists and is
-// visible (404), and no edge is given twice (409 duplicate_reference).
-func addReferences(tx *gorm.DB, kind, id string, refs []ReferenceInput, now time.Time) error {
+// planReferences adds the typed edges of a new post to plan: each target exists and is visible (404),
+// and no edge is given twice (409 duplicate_reference).
+func planReferences(plan *port.Plan, kind, id string, refs []ReferenceInput, now time.Time) {
 	seen := map[string]bool{}
 	for i, r := range refs {
-		targetKind, targetID := KindThread, ""
+		at := fmt.Sprintf("/references/%d", i)
+		targetKind, targetID, table := KindThread, "", "forum_threads"
 		switch {
 		case r.TargetThreadID != nil && r.TargetReplyID == nil:
 			targetID = *r.TargetThreadID
 		case r.TargetReplyID != nil && r.TargetThreadID == nil:
-			targetKind, targetID = KindReply, *r.TargetReplyID
+			targetKind, targetID, table = KindReply, *r.TargetReplyID, "forum_replies"
 		default:
-			return invalid(fmt.Sprintf("/references/%d", i), "oneOf", "a reference names exactly one of target_thread_id and target_reply_id")
+			plan.Refuse(invalid(at, "oneOf", "a reference names exactly one of target_thread_id and target_reply_id"))
+			return
 		}
 		edge := r.ReferenceType + " " + targetKind + " " + targetID
 		if seen[edge] {
-			return problem.Newf(problem.DuplicateReference, "references/%d repeats an earlier reference", i).With("pointer", fmt.Sprintf("/references/%d", i))
+			plan.Refuse(problem.Newf(problem.DuplicateReference, "references/%d repeats an earlier reference", i).With("pointer", at))
+			return
 		}
 		seen[edge] = true
-		if err := visible(tx, targetKind, targetID); errors.Is(err, gorm.ErrRecordNotFound) {
-			return problem.Newf(problem.NotFound, "references/%d names no visible %s", i, targetKind).With("pointer", fmt.Sprintf("/references/%d", i))
-		} else if err != nil {
-			return fmt.Errorf("find reference target: %w", err)
+		explain := func(ctx context.Context, db *gorm.DB) error {
+			if err := visible(db, targetKind, targetID); errors.Is(err, gorm.ErrRecordNotFound) {
+				return problem.Newf(problem.NotFound, "references/%d names no visible %s", i, targetKind).With("pointer", at)
+			} else if err != nil {
+				return fmt.Errorf("find reference target: %w", err)
+			}
+			return nil
 		}
-		row := referenceRow{ID: newID(), SourceKind: kind, SourceID: id, ReferenceType: r.ReferenceType,
-			TargetKind: targetKind, TargetID: targetID, CreatedAt: now}
-		if err := tx.Create(&row).Error; err != nil {
-			return fmt.Errorf("record reference: %w", err)
-		}
+		plan.Exec(1, explain, `INSERT INTO forum_references (id, source_kind, source_id, reference_type, target_kind, target_id, created_at)
+SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM `+table+` WHERE id = ? AND tombstoned_at IS NULL AND hidden_at IS NULL)`,
+			newID(), kind, id, r.ReferenceType, targetKind, targetID, now, targetID)
 	}
-	return nil
 }
 
 // visible reports an error unless the post exists and is neither tombstoned nor hidden.

@@ -153,6 +153,15 @@ func (c *claim) Complete(tx *gorm.DB, status int, body []byte) error {
 	return nil
 }
 
+// CompleteIn adds the same completion to a planned write (the body with its Late numbers resolved);
+// a claim that is no longer this request's fails the plan with errClaimLost.
+func (c *claim) CompleteIn(p *port.Plan, status int, body []byte) {
+	p.Add(p.Build().Model(&idempotency{}).
+		Where("agent_id = ? AND idem_key = ? AND token = ? AND state = ?", c.agentID, c.key, c.token, claimRunning).
+		Updates(map[string]any{"state": claimDone, "status": status, "body": p.Bytes(body)}), 1,
+		func(context.Context, *gorm.DB) error { return errClaimLost })
+}
+
 // Settled records that the transaction that completed the claim committed.
 func (c *claim) Settled() { c.settled = true }
 

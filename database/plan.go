@@ -1,0 +1,233 @@
+package database
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/port"
+)
+
+// attempts bounds how often Write plans a write again when a failed step's explanation finds nothing
+// wrong any more (what it checked changed between the plan's run and the explanation).
+const attempts = 3
+
+// ErrPlanUnsettled is returned when a planned write failed a step every time it ran while the step's
+// explanation found nothing wrong each time.
+var ErrPlanUnsettled = errors.New("the write's conditions kept changing while it ran")
+
+// Write runs a planned write: build plans it (port.Plan) and returns the 2xx status and the response
+// value; Write marshals the value (port.Marshal), adds the completion of the request's idempotency
+// claim (when it holds one), and runs the plan (RunPlan). It is port.Write for a write whose
+// statements are known before any runs: on PostgreSQL the whole write is one round trip and one
+// commit. The answer's bytes, with every Late resolved, are those the claim stored.
+func Write(ctx context.Context, db *gorm.DB, build func(p *port.Plan) (status int, v any, err error)) (int, []byte, error) {
+	claim, hasClaim := port.ClaimFrom(ctx)
+	for range attempts {
+		p := port.NewPlan(db.WithContext(ctx))
+		status, v, err := build(p)
+		if err != nil {
+			return 0, nil, err
+		}
+		if status < 200 || status > 299 {
+			return 0, nil, fmt.Errorf("%w, got %d", port.ErrNotSuccess, status)
+		}
+		body, err := port.Marshal(v)
+		if err != nil {
+			return 0, nil, fmt.Errorf("marshal response: %w", err)
+		}
+		if hasClaim {
+			claim.CompleteIn(p, status, body)
+		}
+		failed, err := RunPlan(ctx, db, p)
+		if err != nil {
+			return 0, nil, err
+		}
+		if failed < 0 {
+			if hasClaim {
+				claim.Settled()
+			}
+			p.Committed()
+			return status, p.Resolve(body), nil
+		}
+		if err := p.Steps()[failed].Explain(ctx, db.WithContext(ctx)); err != nil {
+			return 0, nil, err
+		}
+	}
+	return 0, nil, ErrPlanUnsettled
+}
+
+// RunPlan runs p's steps in order as one transaction and returns the index of the first step that
+// found other than it expected (everything is rolled back then), or -1 when all committed. On
+// PostgreSQL the steps go as one pgx batch: the server runs them in one implicit transaction, and a
+// step's expectation is checked by the statement itself, so a failed one aborts the rest there,
+// without a round trip per statement.
+func RunPlan(ctx context.Context, db *gorm.DB, p *port.Plan) (failed int, err error) {
+	if Dialect(db) == Postgres {
+		return runBatch(ctx, db, p.Steps())
+	}
+	return runInTransaction(ctx, db, p.Steps())
+}
+
+// failedStep is how a transaction ends at a step that found other than it expected.
+type failedStep int
+
+func (f failedStep) Error() string { return "plan step " + strconv.Itoa(int(f)) + " failed" }
+
+func runInTransaction(ctx context.Context, db *gorm.DB, steps []port.Step) (int, error) {
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		for i, s := range steps {
+			ok, err := runStep(tx, s)
+			if err != nil {
+				return fmt.Errorf("write step %d: %w", i, err)
+			}
+			if !ok {
+				return failedStep(i)
+			}
+		}
+		return nil
+	})
+	var f failedStep
+	if errors.As(err, &f) {
+		return int(f), nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return -1, nil
+}
+
+// runStep runs one step on tx and reports whether it found what it expected.
+func runStep(tx *gorm.DB, s port.Step) (bool, error) {
+	if s.Cond {
+		var ok bool
+		if err := tx.Raw(s.SQL, s.Vars...).Row().Scan(&ok); err != nil {
+			return false, err
+		}
+		return ok, nil
+	}
+	if s.Scan == nil {
+		res := tx.Exec(s.SQL, s.Vars...)
+		if res.Error != nil {
+			return false, res.Error
+		}
+		return s.Rows == port.AnyRows || res.RowsAffected == s.Rows, nil
+	}
+	rows, err := tx.Raw(s.SQL, s.Vars...).Rows()
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	n := int64(0)
+	for rows.Next() {
+		if n == 0 {
+			if err := rows.Scan(s.Scan...); err != nil {
+				return false, err
+			}
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return false, err
+	}
+	return s.Rows == port.AnyRows || n == s.Rows, nil
+}
+
+// divisionByZero is the SQLSTATE of a step whose expectation failed: checkedSQL makes the statement
+// divide by zero then, which PostgreSQL cannot fold away (it depends on what the statement found).
+const divisionByZero = "22012"
+
+// checkedSQL is a step's statement made to fail when it finds other than the step expects, and what
+// it returns then: the step's columns (if it scans) and the check's.
+func checkedSQL(s port.Step) string {
+	fail := func(cond string) string { return "1/(CASE WHEN " + cond + " THEN 1 ELSE 0 END)" }
+	switch {
+	case s.Cond:
+		return "SELECT " + fail("("+s.SQL+")")
+	case s.Rows == port.AnyRows:
+		return s.SQL
+	case s.Scan == nil:
+		sql := s.SQL
+		if !strings.Contains(strings.ToUpper(sql), " RETURNING ") {
+			sql += " RETURNING 1"
+		}
+		return "WITH s AS (" + sql + ") SELECT " + fail("count(*) = "+strconv.FormatInt(s.Rows, 10)) + " FROM s"
+	default:
+		return "WITH s AS (" + s.SQL + ") SELECT s.*, " + fail("(SELECT count(*) FROM s) = "+strconv.FormatInt(s.Rows, 10)) +
+			" FROM (SELECT 1) AS one LEFT JOIN s ON true"
+	}
+}
+
+func runBatch(ctx context.Context, db *gorm.DB, steps []port.Step) (failed int, err error) {
+	if _, ok := ctx.Deadline(); !ok && db.Config.DefaultTransactionTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, db.Config.DefaultTransactionTimeout)
+		defer cancel()
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return 0, err
+	}
+	conn, err := sqlDB.Conn(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("run write: %w", err)
+	}
+	defer conn.Close()
+	failed = -1
+	err = conn.Raw(func(driverConn any) error {
+		c, ok := driverConn.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("run write: the PostgreSQL driver connection is a %T", driverConn)
+		}
+		b := &pgx.Batch{}
+		for _, s := range steps {
+			b.Queue(checkedSQL(s), s.Vars...)
+		}
+		br := c.Conn().SendBatch(ctx, b)
+		for i, s := range steps {
+			if err := readStep(br, s); err != nil {
+				var pe *pgconn.PgError
+				if errors.As(err, &pe) && pe.Code == divisionByZero {
+					failed = i
+					_ = br.Close()
+					return nil
+				}
+				_ = br.Close()
+				return fmt.Errorf("write step %d: %w", i, err)
+			}
+		}
+		return br.Close()
+	})
+	if err != nil {
+		return 0, err
+	}
+	return failed, nil
+}
+
+// readStep reads a step's result from the batch.
+func readStep(br pgx.BatchResults, s port.Step) error {
+	switch {
+	case s.Cond || (s.Rows != port.AnyRows && s.Scan == nil):
+		var one int
+		return br.QueryRow().Scan(&one)
+	case s.Scan == nil:
+		_, err := br.Exec()
+		return err
+	case s.Rows == port.AnyRows:
+		err := br.QueryRow().Scan(s.Scan...)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	default:
+		var check int
+		return br.QueryRow().Scan(append(append([]any{}, s.Scan...), &check)...)
+	}
+}
