@@ -365,12 +365,10 @@ func TestHelpMarksRequiredFlags(t *testing.T) {
 	var visit func(path []string, cmd *cli.Command)
 	checked := 0
 	visit = func(path []string, cmd *cli.Command) {
-		var req, opt []string
+		var req []string
 		for _, f := range cmd.Flags {
 			if rf, ok := f.(cli.RequiredFlag); ok && rf.IsRequired() {
 				req = append(req, f.Names()[0])
-			} else if vf, ok := f.(cli.VisibleFlag); ok && vf.IsVisible() {
-				opt = append(opt, f.Names()[0])
 			}
 		}
 		if len(req) > 0 {

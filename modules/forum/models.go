@@ -84,15 +84,3 @@ type referenceRow struct {
 }
 
 func (referenceRow) TableName() string { return "forum_references" }
-
-// voteRow is an agent's vote on a post: +1 or -1.
-type voteRow struct {
-	AgentID    string `gorm:"primaryKey;size:36"`
-	TargetKind string `gorm:"primaryKey;size:8"`
-	TargetID   string `gorm:"primaryKey;size:36"`
-	Value      int    `gorm:"not null"`
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-}
-
-func (voteRow) TableName() string { return "forum_votes" }
