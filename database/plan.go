@@ -34,6 +34,7 @@ func Write(ctx context.Context, db *gorm.DB, build func(p *port.Plan) (status in
 		p := port.NewPlan(db.WithContext(ctx))
 		status, v, err := build(p)
 		if err != nil {
+			port.EndWrite(ctx, false)
 			return 0, nil, err
 		}
 		if status < 200 || status > 299 {
@@ -48,6 +49,7 @@ func Write(ctx context.Context, db *gorm.DB, build func(p *port.Plan) (status in
 		}
 		failed, err := RunPlan(ctx, db, p)
 		if err != nil {
+			port.EndWrite(ctx, false)
 			return 0, nil, err
 		}
 		if failed < 0 {
@@ -55,8 +57,10 @@ func Write(ctx context.Context, db *gorm.DB, build func(p *port.Plan) (status in
 				claim.Settled()
 			}
 			p.Committed()
+			port.EndWrite(ctx, true)
 			return status, p.Resolve(body), nil
 		}
+		port.EndWrite(ctx, false)
 		if err := p.Steps()[failed].Explain(ctx, db.WithContext(ctx)); err != nil {
 			return 0, nil, err
 		}

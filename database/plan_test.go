@@ -44,10 +44,12 @@ func TestPlannedWrite(t *testing.T) {
 			Post    string `json:"post"`
 			Balance int64  `json:"balance"`
 		}
+		committed := 0 // port.OnCommit hooks run
 		write := func(id string, price int64) (int, []byte, error) {
 			claim := &planClaim{}
-			ctx := port.WithClaim(context.Background(), claim)
+			ctx := port.WithCommitHooks(port.WithClaim(context.Background(), claim))
 			status, body, err := database.Write(ctx, db, func(p *port.Plan) (int, any, error) {
+				port.OnCommit(ctx, func() { committed++ })
 				var balance int64
 				p.Exec(1, nil, "INSERT INTO plan_posts (id, body) VALUES (?, ?)", id, "hello")
 				p.Returning(1, func(context.Context, *gorm.DB) error { return errNoWallet }, []any{&balance},
@@ -75,6 +77,9 @@ func TestPlannedWrite(t *testing.T) {
 		if string(stored) != string(body) {
 			t.Errorf("stored %q, answered %q", stored, body)
 		}
+		if committed != 1 {
+			t.Errorf("after a committed write %d commit hooks ran, want 1", committed)
+		}
 
 		// A step that finds other than it expects fails the whole plan: nothing of it is kept.
 		if _, _, err := write("b", 7); !errors.Is(err, errNoWallet) {
@@ -85,6 +90,9 @@ func TestPlannedWrite(t *testing.T) {
 		db.Raw("SELECT count(*) FROM plan_outcomes").Row().Scan(&outcomes)
 		if posts != 1 || outcomes != 1 {
 			t.Errorf("after a failed plan: %d posts, %d outcomes, want 1 and 1", posts, outcomes)
+		}
+		if committed != 1 {
+			t.Errorf("a failed plan ran its commit hooks (%d in all)", committed)
 		}
 
 		// A condition, and a refusal decided while planning, come in their order.

@@ -19,8 +19,8 @@ func WithCommitHooks(ctx context.Context) context.Context {
 	return context.WithValue(ctx, commitKey{}, &commitHooks{})
 }
 
-// OnCommit runs fn once the write being served commits: Write runs the hooks registered during its
-// transaction after the commit, and drops them if the transaction rolls back. It is how something
+// OnCommit runs fn once the write being served commits: Write (or database.Write, for a planned write)
+// runs the hooks registered during its transaction after the commit, and drops them if the transaction rolls back. It is how something
 // that happens inside a write's transaction (a charge) is counted only when the write committed. fn
 // runs on the request's goroutine and must be quick (a counter's increment). Without hooks in ctx (no
 // WithCommitHooks) there is no write to wait for, and fn runs at once.
@@ -35,8 +35,9 @@ func OnCommit(ctx context.Context, fn func()) {
 	h.fns = append(h.fns, fn)
 }
 
-// runCommitHooks runs, once, the hooks registered so far (commit true) or drops them.
-func runCommitHooks(ctx context.Context, commit bool) {
+// EndWrite runs, once, the hooks registered so far (commit true) or drops them: a write helper (Write,
+// database.Write) calls it when the write it ran has committed or rolled back.
+func EndWrite(ctx context.Context, commit bool) {
 	h, ok := ctx.Value(commitKey{}).(*commitHooks)
 	if !ok {
 		return

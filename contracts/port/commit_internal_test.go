@@ -9,11 +9,11 @@ func TestCommitHooksRunOnlyOnCommit(t *testing.T) {
 	ran := 0
 	ctx := WithCommitHooks(context.Background())
 	OnCommit(ctx, func() { ran++ })
-	runCommitHooks(ctx, false)
+	EndWrite(ctx, false)
 	if ran != 0 {
 		t.Fatalf("a hook of a rolled-back write ran (%d)", ran)
 	}
-	runCommitHooks(ctx, true) // the dropped hook is gone
+	EndWrite(ctx, true) // the dropped hook is gone
 	if ran != 0 {
 		t.Fatalf("a dropped hook ran at a later commit (%d)", ran)
 	}
@@ -22,8 +22,8 @@ func TestCommitHooksRunOnlyOnCommit(t *testing.T) {
 	if ran != 0 {
 		t.Fatal("a hook ran before the commit")
 	}
-	runCommitHooks(ctx, true)
-	runCommitHooks(ctx, true) // each hook runs once
+	EndWrite(ctx, true)
+	EndWrite(ctx, true) // each hook runs once
 	if ran != 11 {
 		t.Fatalf("ran = %d, want 11", ran)
 	}
@@ -35,5 +35,5 @@ func TestOnCommitWithoutHooksRunsAtOnce(t *testing.T) {
 	if !ran {
 		t.Fatal("no hooks in the context: the function must run at once")
 	}
-	runCommitHooks(context.Background(), true) // nothing to run, no panic
+	EndWrite(context.Background(), true) // nothing to run, no panic
 }

@@ -65,7 +65,7 @@ func Write(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) (status int, v
 		}
 		return nil
 	})
-	runCommitHooks(ctx, err == nil)
+	EndWrite(ctx, err == nil)
 	if err != nil {
 		return 0, nil, err
 	}
