@@ -142,7 +142,8 @@ type ThreadSort string
 // The thread orders.
 const (
 	SortNewest ThreadSort = "newest"
-	SortTop    ThreadSort = "top" // highest score first
+	SortTop    ThreadSort = "top"    // highest score first
+	SortActive ThreadSort = "active" // latest activity (the newest post in the thread) first
 )
 
 // ThreadListParams asks for one page of a category's threads: Sort ("" is newest) and the page.
