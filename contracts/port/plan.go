@@ -34,14 +34,18 @@ type Plan struct {
 type Step struct {
 	SQL  string
 	Vars []any
-	// Rows is how many rows the statement must affect (or return, with RETURNING or for a SELECT);
-	// AnyRows leaves it unchecked. Cond instead makes SQL a SELECT of one boolean that must be true.
+	// Rows is how many rows the statement must affect, or return with RETURNING; AnyRows leaves it
+	// unchecked. A counted statement is an INSERT, UPDATE or DELETE (on PostgreSQL it is counted
+	// through its RETURNING); a condition on what a SELECT finds is a Check. Cond makes SQL a SELECT
+	// of one boolean that must be true.
 	Rows int64
 	Cond bool
 	// Scan receives the columns of the one row the statement returns (its RETURNING), if any.
 	Scan []any
 	// Explain says why the step failed, read on the database after the plan rolled back: the
 	// problem to answer, or nil when nothing is wrong any more (the plan is then built and run again).
+	// A step that cannot fail (an insert after the rows it depends on are locked) may leave it nil;
+	// if it fails anyway, the write fails with an error.
 	Explain func(ctx context.Context, db *gorm.DB) error
 }
 
@@ -51,7 +55,10 @@ const AnyRows = -1
 // NewPlan returns an empty plan on db, whose dialect ("postgres" or "sqlite") decides how the
 // statements are written.
 func NewPlan(db *gorm.DB) *Plan {
-	return &Plan{Read: db, dry: db.Session(&gorm.Session{DryRun: true, NewDB: true}), dialect: db.Dialector.Name()}
+	// The dry session has a context of its own: building a statement is not running it, so nothing
+	// that traces statements under the request's span should see it.
+	dry := db.Session(&gorm.Session{DryRun: true, NewDB: true, Context: context.Background()})
+	return &Plan{Read: db, dry: dry, dialect: db.Dialector.Name()}
 }
 
 // Steps returns the plan's statements in order.
@@ -62,7 +69,9 @@ func (p *Plan) Dialect() string { return p.dialect }
 
 // Build returns a gorm session that builds statements without running them: pass what its methods
 // return to Add.
-func (p *Plan) Build() *gorm.DB { return p.dry.Session(&gorm.Session{DryRun: true, NewDB: true}) }
+func (p *Plan) Build() *gorm.DB {
+	return p.dry.Session(&gorm.Session{DryRun: true, NewDB: true, Context: context.Background()})
+}
 
 // Add appends the statement q built (on Build) as a step expecting rows rows, explained by explain
 // when it finds otherwise.

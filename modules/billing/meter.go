@@ -87,11 +87,13 @@ func (m *Meter) Plan(ctx context.Context, plan *port.Plan, p port.Principal, c p
 	if err != nil {
 		return port.Receipt{}, err
 	}
-	// An unknown version fails this step too: its price is not needed then.
-	plan.Check(notAccepted, "SELECT count(*) = 1 FROM billing_pricing_versions WHERE code = ? AND (accepted_until IS NULL OR accepted_until > ?)", code, now)
 	if !known {
+		// Unpriced, the plan must not commit, even if the version is published before it runs: it
+		// fails here, and the explanation either refuses or (the version now exists) plans it again.
+		plan.Check(notAccepted, "SELECT 1 = 0")
 		return port.Receipt{}, nil
 	}
+	plan.Check(notAccepted, "SELECT count(*) = 1 FROM billing_pricing_versions WHERE code = ? AND (accepted_until IS NULL OR accepted_until > ?)", code, now)
 	price, err := pv.price(c)
 	var refusal *problem.Problem
 	if errors.As(err, &refusal) {

@@ -83,6 +83,12 @@ func (w *Writes) run(c *gin.Context, build func(plan *port.Plan, p port.Principa
 		return http.StatusOK, v, err
 	})
 	if err != nil {
+		var refusal *problem.Problem
+		if !errors.As(err, &refusal) {
+			// The batch may have committed although its answer was lost (the request ended while
+			// PostgreSQL ran it): the cached reads must not outlive a change that may have happened.
+			w.version.Changed()
+		}
 		render.Error(c, err)
 		return
 	}
