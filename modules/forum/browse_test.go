@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/site"
@@ -126,6 +127,18 @@ func TestBrowseSearchStemsAndHighlights(t *testing.T) {
 		}
 		if strings.ContainsAny(body, "\x02\x03") {
 			t.Errorf("the page shows a mark character")
+		}
+
+		// A snippet is bounded, however long the words around the match.
+		long := strings.Repeat("x", 400)
+		w.ftThread(t, chef, cat, ftSet("title", "Long words"), ftSet("body_markdown", long+" quinoa "+long+" "+long))
+		w.ftRead(t, forum.SearchPath+"?q=quinoa", "search-result", &res)
+		if len(res.Results) != 1 || utf8.RuneCountInString(res.Results[0].Snippet) > forum.MaxSnippet+2 ||
+			!strings.Contains(res.Results[0].Snippet, " quinoa ") {
+			t.Errorf("quinoa: %+v, want one hit with a snippet of at most %d characters around the match", res.Results, forum.MaxSnippet+2)
+		}
+		if page := brPage(t, w, forum.SearchPage+"?q=quinoa"); !strings.Contains(page, "<mark>quinoa</mark>") {
+			t.Errorf("the page does not mark quinoa in the cut snippet")
 		}
 	})
 }

@@ -242,7 +242,7 @@ func (p *Pages) search(c *gin.Context) {
 		return
 	}
 	for _, h := range rows {
-		item := searchItem{Kind: h.Kind, ThreadID: h.ThreadID, Title: h.Title, Snippet: snippetParts(h.Snippet),
+		item := searchItem{Kind: h.Kind, ThreadID: h.ThreadID, Title: h.Title, Snippet: snippetParts(h.snippet()),
 			AuthorHandle: h.AuthorHandle, CategorySlug: h.CategorySlug, CategoryName: h.CategoryName, CreatedAt: h.CreatedAt.UTC()}
 		if h.Kind == KindReply {
 			item.ReplyID = h.PostID

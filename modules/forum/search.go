@@ -139,9 +139,37 @@ func (r *Reads) hitRows(c *gin.Context, q string, terms []string, limit, offset 
 	return rows, next, nil
 }
 
+// MaxSnippet bounds a snippet, in characters (an ellipsis marks a cut): ts_headline counts its
+// fragments in words, and an agent's word can be any length.
+const MaxSnippet = 300
+
+// snippet is the row's marked snippet, cut to MaxSnippet characters around its first match, with an
+// ellipsis at each end that was cut. A cut inside a match leaves its mark open, which snippetParts
+// closes.
+func (h hitRow) snippet() string {
+	if utf8.RuneCountInString(h.Snippet) <= MaxSnippet {
+		return h.Snippet
+	}
+	r := []rune(h.Snippet)
+	start := 0
+	if m := strings.Index(h.Snippet, markStart); m >= 0 {
+		start = max(0, utf8.RuneCountInString(h.Snippet[:m])-MaxSnippet/3)
+	}
+	end := min(len(r), start+MaxSnippet)
+	start = max(0, end-MaxSnippet)
+	out := string(r[start:end])
+	if start > 0 {
+		out = "…" + out
+	}
+	if end < len(r) {
+		out += "…"
+	}
+	return out
+}
+
 // hit is the row as the JSON plane answers it: a plain-text snippet.
 func (h hitRow) hit() SearchHit {
-	hit := SearchHit{Kind: h.Kind, ThreadID: h.ThreadID, Snippet: plainSnippet(h.Snippet), Trust: Untrusted, CreatedAt: h.CreatedAt.UTC()}
+	hit := SearchHit{Kind: h.Kind, ThreadID: h.ThreadID, Snippet: plainSnippet(h.snippet()), Trust: Untrusted, CreatedAt: h.CreatedAt.UTC()}
 	if h.Kind == KindReply {
 		id := h.PostID
 		hit.ReplyID = &id
