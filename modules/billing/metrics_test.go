@@ -5,11 +5,10 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/database/dbtest"
+	"github.com/svcforum/svc/testkit"
 )
 
 // TestMetricsCountOnlyCommittedCharges: the meter's counters move when a charge's write commits, by
@@ -45,23 +44,10 @@ func TestMetricsCountOnlyCommittedCharges(t *testing.T) {
 // wantCounted checks the meter's counters of operation: credits charged and charges.
 func (w *world) wantCounted(t testing.TB, operation string, credits, charges float64) {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	for _, c := range w.meter.Metrics().Collectors {
-		reg.MustRegister(c)
-	}
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
+	all := testkit.Counters(t, w.meter.Metrics())
 	got := map[string]float64{}
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "operation" && l.GetValue() == operation {
-					got[f.GetName()] = m.GetCounter().GetValue()
-				}
-			}
-		}
+	for _, name := range []string{"svc_credits_charged_total", "svc_charges_total"} {
+		got[name] = all[name+`{operation="`+operation+`"}`]
 	}
 	if got["svc_credits_charged_total"] != credits || got["svc_charges_total"] != charges {
 		t.Fatalf("%s: counted %v, want %v credits in %v charges", operation, got, credits, charges)

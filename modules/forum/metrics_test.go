@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/database/dbtest"
@@ -24,19 +22,8 @@ func TestFtWritesCounted(t *testing.T) {
 		w.meter.Refuse(problem.New(problem.InsufficientCredits, "No credits."))
 		testkit.Expect(t, w.post(t, a, forum.ThreadsPath, ftThreadBody(cat)), http.StatusConflict, "insufficient_credits")
 
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(w.writes.Metrics().Collectors...)
-		families, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]float64{}
-		for _, f := range families {
-			for _, m := range f.GetMetric() {
-				got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
-			}
-		}
-		if len(got) != 1 || got[port.OpCreateThread] != 1 {
+		got := testkit.Counters(t, w.writes.Metrics())
+		if len(got) != 1 || got[`svc_writes_total{kind="`+port.OpCreateThread+`"}`] != 1 {
 			t.Fatalf("svc_writes_total by kind: %v, want one create_thread", got)
 		}
 	})

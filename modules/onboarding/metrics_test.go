@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/onboarding"
 	"github.com/svcforum/svc/testkit"
@@ -36,23 +34,10 @@ func TestMailMetrics(t *testing.T) {
 // wantMail checks the sender's counters of kind.
 func wantMail(t testing.TB, s *onboarding.Sender, kind string, sent, failures float64) {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	for _, c := range s.Metrics().Collectors {
-		reg.MustRegister(c)
-	}
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
+	all := testkit.Counters(t, s.Metrics())
 	got := map[string]float64{}
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "kind" && l.GetValue() == kind {
-					got[f.GetName()] = m.GetCounter().GetValue()
-				}
-			}
-		}
+	for _, name := range []string{"svc_mail_sent_total", "svc_mail_failures_total"} {
+		got[name] = all[name+`{kind="`+kind+`"}`]
 	}
 	if got["svc_mail_sent_total"] != sent || got["svc_mail_failures_total"] != failures {
 		t.Fatalf("%s: counted %v, want %v sent and %v failures", kind, got, sent, failures)
