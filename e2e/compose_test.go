@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -84,46 +82,10 @@ func freePort(t *testing.T) string {
 // conformance with a request signed by the Go signer; the project is taken down with its volume.
 func TestCompose(t *testing.T) {
 	t.Parallel()
-	bin, err := exec.LookPath("docker-compose")
-	if err != nil {
-		t.Fatalf("docker-compose is not installed (%v): run `make tools`", err)
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), composeTimeout)
 	t.Cleanup(cancel)
-	requireImage(t, ctx, serviceImage())
-	requireImage(t, ctx, postgresImage())
-
-	file, err := filepath.Abs(filepath.Join("..", "docker-compose.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	suffix := make([]byte, 4)
-	rand.Read(suffix)
-	p := &composeProject{bin: bin, file: file, labels: runLabels(t), name: "svce2e" + hex.EncodeToString(suffix)}
-	p.env = append(os.Environ(),
-		"SVC_IMAGE="+serviceImage(),
-		"SVC_POSTGRES_IMAGE="+postgresImage(),
-		"SVC_PUBLIC_PORT="+freePort(t),
-		"SVC_AGENT_PORT="+freePort(t),
-		"SVC_ADMIN_PORT="+freePort(t),
-		"SVC_CURSOR_KEY="+cursorKey,
-		"SVC_ONBOARDING_DRAFT_KEY="+draftKey,
-		"COMPOSE_HTTP_TIMEOUT=120",
-	)
-
 	// Down in every case, with its own deadline (the test's may be over), and the logs on failure.
-	t.Cleanup(func() {
-		dctx, dcancel := context.WithTimeout(context.Background(), composeDownTimeout)
-		defer dcancel()
-		if t.Failed() {
-			if out, err := p.run(dctx, "logs", "--no-color", "--tail", "200"); err == nil {
-				t.Logf("docker-compose logs:\n%s", out)
-			}
-		}
-		if _, err := p.run(dctx, "down", "-v", "--remove-orphans", "--timeout", "10"); err != nil {
-			t.Errorf("take the project down: %v", err)
-		}
-	})
+	p := startComposeProject(t, ctx)
 
 	started := time.Now()
 	if _, err := p.run(ctx, "up", "-d"); err != nil {

@@ -147,7 +147,7 @@ func newEngine(name string, p listenersParams, ready gin.HandlerFunc) (*gin.Engi
 	if err := e.SetTrustedProxies(p.Config.TrustedProxies); err != nil {
 		return nil, fmt.Errorf("--trusted-proxies: %w", err)
 	}
-	e.Use(p.Tracing.middleware(name), requestID(), commitHooks(), observe(name, p.Log, p.Metrics), recovery(p.Log), negotiate())
+	e.Use(p.Tracing.middleware(name), requestID(), observe(name, p.Log, p.Metrics), recovery(p.Log), negotiate())
 	e.NoRoute(notFound)
 	e.NoMethod(methodNotAllowed)
 	e.GET("/health/live", live)
@@ -187,6 +187,9 @@ func mountAgent(group gin.IRouter, r plugin.Routes, guard *plugin.Guard) error {
 	return mount(group, plugin.Routes{Module: r.Module, Plane: r.Plane, Mount: func(g gin.IRouter) {
 		for _, route := range r.Agent {
 			handlers := []gin.HandlerFunc{func(c *gin.Context) { plugin.SetRoute(c, route); c.Next() }}
+			if route.Write {
+				handlers = append(handlers, commitHooks()) // only a write has something to count at its commit
+			}
 			handlers = append(handlers, guard.Handlers...)
 			g.Handle(route.Method, route.Path, append(handlers, route.Handlers...)...)
 		}

@@ -39,7 +39,7 @@ func requestID() gin.HandlerFunc {
 	}
 }
 
-// commitHooks gives each request its list of commit hooks (port.OnCommit), so that what a write
+// commitHooks gives each signed write its list of commit hooks (port.OnCommit), so that what a write
 // counts inside its transaction is counted once the write commits.
 func commitHooks() gin.HandlerFunc {
 	return func(c *gin.Context) {

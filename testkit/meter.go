@@ -52,56 +52,54 @@ func NewMeter(price int64) *Meter { return &Meter{price: price} }
 
 // Charge records c and writes its row on tx, or refuses.
 func (m *Meter) Charge(ctx context.Context, tx *gorm.DB, p port.Principal, c port.Charge) (port.Receipt, error) {
-	m.mu.Lock()
-	refuse, price := m.refuse, m.price
-	m.calls = append(m.calls, MeterCall{Principal: p, Charge: c, Refused: refuse != nil})
-	m.mu.Unlock()
-	if refuse != nil {
-		cp := *refuse
-		return port.Receipt{}, &cp
+	row, rc, refusal, refused := m.decide(p, c)
+	m.record(p, c, refusal != nil && refused)
+	if refusal != nil {
+		return port.Receipt{}, refusal
 	}
-	if price > c.Billing.MaxCreditCost {
-		return port.Receipt{}, problem.New(problem.PriceExceedsCap, "The effective price exceeds max_credit_cost.").With("effective_price", price)
-	}
-	row := ChargeRow{ID: uuid.Must(uuid.NewV7()).String(), AgentID: p.AgentID, OrgID: p.OrgID, Operation: c.Operation,
-		ResourceID: c.ResourceID, IdempotencyKey: c.IdempotencyKey, PricingVersion: c.Billing.PricingVersion,
-		MaxCreditCost: c.Billing.MaxCreditCost, Attachments: c.Attachments}
 	if err := tx.Create(&row).Error; err != nil {
 		return port.Receipt{}, fmt.Errorf("record test charge: %w", err)
 	}
-	return port.Receipt{UsageEventID: row.ID, Price: price, PricingVersion: c.Billing.PricingVersion, Balance: 1000}, nil
+	return rc, nil
 }
 
 // Plan adds c's row to plan, or a refusal where the real meter would refuse: before its rows. A
 // planned charge is recorded when it is decided: when its plan commits, or when its refusal is the
 // answer (a refusal planned after a step that fails is never reached, as in a transaction).
 func (m *Meter) Plan(ctx context.Context, plan *port.Plan, p port.Principal, c port.Charge) (port.Receipt, error) {
+	row, rc, refusal, refused := m.decide(p, c)
+	if refusal != nil {
+		plan.Check(func(context.Context, *gorm.DB) error { m.record(p, c, refused); return refusal }, "SELECT 1 = 0")
+		return port.Receipt{}, nil
+	}
+	plan.Add(plan.Build().Create(&row), 1, nil)
+	plan.OnCommit(func() { m.record(p, c, false) })
+	return rc, nil
+}
+
+// decide is what the meter does with c: the row and receipt of an accepted charge, or the refusal
+// (refused: the meter was told to refuse, rather than the price being above the cap).
+func (m *Meter) decide(p port.Principal, c port.Charge) (ChargeRow, port.Receipt, *problem.Problem, bool) {
 	m.mu.Lock()
 	refuse, price := m.refuse, m.price
 	m.mu.Unlock()
-	record := func(refused bool) {
-		m.mu.Lock()
-		m.calls = append(m.calls, MeterCall{Principal: p, Charge: c, Refused: refused})
-		m.mu.Unlock()
-	}
-	refusal := func(pr *problem.Problem, refused bool) {
-		plan.Check(func(context.Context, *gorm.DB) error { record(refused); return pr }, "SELECT 1 = 0")
-	}
 	if refuse != nil {
 		cp := *refuse
-		refusal(&cp, true)
-		return port.Receipt{}, nil
+		return ChargeRow{}, port.Receipt{}, &cp, true
 	}
 	if price > c.Billing.MaxCreditCost {
-		refusal(problem.New(problem.PriceExceedsCap, "The effective price exceeds max_credit_cost.").With("effective_price", price), false)
-		return port.Receipt{}, nil
+		return ChargeRow{}, port.Receipt{}, problem.New(problem.PriceExceedsCap, "The effective price exceeds max_credit_cost.").With("effective_price", price), false
 	}
 	row := ChargeRow{ID: uuid.Must(uuid.NewV7()).String(), AgentID: p.AgentID, OrgID: p.OrgID, Operation: c.Operation,
 		ResourceID: c.ResourceID, IdempotencyKey: c.IdempotencyKey, PricingVersion: c.Billing.PricingVersion,
 		MaxCreditCost: c.Billing.MaxCreditCost, Attachments: c.Attachments}
-	plan.Add(plan.Build().Create(&row), 1, nil)
-	plan.OnCommit(func() { record(false) })
-	return port.Receipt{UsageEventID: row.ID, Price: price, PricingVersion: c.Billing.PricingVersion, Balance: 1000}, nil
+	return row, port.Receipt{UsageEventID: row.ID, Price: price, PricingVersion: c.Billing.PricingVersion, Balance: 1000}, nil, false
+}
+
+func (m *Meter) record(p port.Principal, c port.Charge, refused bool) {
+	m.mu.Lock()
+	m.calls = append(m.calls, MeterCall{Principal: p, Charge: c, Refused: refused})
+	m.mu.Unlock()
 }
 
 // Refuse makes every later charge fail with p (nil: accept again).

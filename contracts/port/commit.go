@@ -14,7 +14,7 @@ type commitHooks struct {
 type commitKey struct{}
 
 // WithCommitHooks returns ctx carrying an empty list of commit hooks (OnCommit). The host gives every
-// request one; a test that serves writes without the host gives its context one.
+// signed write one; a test that serves writes without the host gives its context one.
 func WithCommitHooks(ctx context.Context) context.Context {
 	return context.WithValue(ctx, commitKey{}, &commitHooks{})
 }

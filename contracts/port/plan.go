@@ -67,11 +67,9 @@ func (p *Plan) Steps() []Step { return p.steps }
 // Dialect is the name of the plan's database dialect: "postgres" or "sqlite".
 func (p *Plan) Dialect() string { return p.dialect }
 
-// Build returns a gorm session that builds statements without running them: pass what its methods
-// return to Add.
-func (p *Plan) Build() *gorm.DB {
-	return p.dry.Session(&gorm.Session{DryRun: true, NewDB: true, Context: context.Background()})
-}
+// Build returns a gorm session that builds statements without running them (each chain starts a new
+// statement): pass what its methods return to Add.
+func (p *Plan) Build() *gorm.DB { return p.dry }
 
 // Add appends the statement q built (on Build) as a step expecting rows rows, explained by explain
 // when it finds otherwise.
@@ -86,8 +84,7 @@ func (p *Plan) Exec(rows int64, explain func(ctx context.Context, db *gorm.DB) e
 
 // Returning appends a raw statement that returns at most one row into scan, expecting rows rows.
 func (p *Plan) Returning(rows int64, explain func(ctx context.Context, db *gorm.DB) error, scan []any, sql string, vars ...any) {
-	q := p.Build().Exec(sql, vars...)
-	p.steps = append(p.steps, Step{SQL: q.Statement.SQL.String(), Vars: q.Statement.Vars, Rows: rows, Scan: scan, Explain: explain})
+	p.Add(p.Build().Exec(sql, vars...), rows, explain, scan...)
 }
 
 // Check appends a condition: sql is a SELECT of one boolean, which must be true.

@@ -40,7 +40,7 @@ func (m *Meter) Charge(ctx context.Context, tx *gorm.DB, p port.Principal, c por
 	if err != nil {
 		return port.Receipt{}, err
 	}
-	pv, err := pricesOf(v)
+	pv, err := parsePrices(v)
 	if err != nil {
 		return port.Receipt{}, err
 	}
@@ -128,7 +128,7 @@ type versionPrices struct {
 	perAttachment int64
 }
 
-func pricesOf(v PricingVersion) (versionPrices, error) {
+func parsePrices(v PricingVersion) (versionPrices, error) {
 	pv := versionPrices{code: v.Code, perAttachment: v.PerAttachment}
 	if err := json.Unmarshal([]byte(v.Prices), &pv.prices); err != nil {
 		return versionPrices{}, fmt.Errorf("decode prices of %s: %w", v.Code, err)
@@ -149,7 +149,7 @@ func (m *Meter) pricesOf(ctx context.Context, db *gorm.DB, code string) (pv vers
 	if len(vs) == 0 {
 		return versionPrices{}, false, nil
 	}
-	if pv, err = pricesOf(vs[0]); err != nil {
+	if pv, err = parsePrices(vs[0]); err != nil {
 		return versionPrices{}, false, err
 	}
 	m.prices.Store(code, pv)

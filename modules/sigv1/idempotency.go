@@ -139,11 +139,14 @@ var errClaimLost = problem.New(problem.IdempotencyRequestInFlight,
 	"This request outlived its hold on the Idempotency-Key, and a retry with the key now runs; nothing of this request was kept. Retry after a second to get that retry's response.").
 	With("retry_after_seconds", 1)
 
+// held narrows q to the claim's row while this request still holds it.
+func (c *claim) held(q *gorm.DB) *gorm.DB {
+	return q.Where("agent_id = ? AND idem_key = ? AND token = ? AND state = ?", c.agentID, c.key, c.token, claimRunning)
+}
+
 // Complete stores the response on the claim inside tx, the write's transaction.
 func (c *claim) Complete(tx *gorm.DB, status int, body []byte) error {
-	res := tx.Model(&idempotency{}).
-		Where("agent_id = ? AND idem_key = ? AND token = ? AND state = ?", c.agentID, c.key, c.token, claimRunning).
-		Updates(map[string]any{"state": claimDone, "status": status, "body": body})
+	res := c.held(tx.Model(&idempotency{})).Updates(map[string]any{"state": claimDone, "status": status, "body": body})
 	if res.Error != nil {
 		return res.Error
 	}
@@ -156,8 +159,7 @@ func (c *claim) Complete(tx *gorm.DB, status int, body []byte) error {
 // CompleteIn adds the same completion to a planned write (the body with its Late numbers resolved);
 // a claim that is no longer this request's fails the plan with errClaimLost.
 func (c *claim) CompleteIn(p *port.Plan, status int, body []byte) {
-	p.Add(p.Build().Model(&idempotency{}).
-		Where("agent_id = ? AND idem_key = ? AND token = ? AND state = ?", c.agentID, c.key, c.token, claimRunning).
+	p.Add(c.held(p.Build().Model(&idempotency{})).
 		Updates(map[string]any{"state": claimDone, "status": status, "body": p.Bytes(body)}), 1,
 		func(context.Context, *gorm.DB) error { return errClaimLost })
 }
@@ -168,9 +170,7 @@ func (c *claim) Settled() { c.settled = true }
 // release frees the key unless the write stored its response (committed), and reports whether it did;
 // it is safe to call always.
 func (c *claim) release(ctx context.Context) (released bool, err error) {
-	res := c.db.WithContext(ctx).
-		Where("agent_id = ? AND idem_key = ? AND token = ? AND state = ?", c.agentID, c.key, c.token, claimRunning).
-		Delete(&idempotency{})
+	res := c.held(c.db.WithContext(ctx)).Delete(&idempotency{})
 	if res.Error != nil {
 		return false, fmt.Errorf("release idempotency key: %w", res.Error)
 	}
