@@ -30,9 +30,12 @@ var ErrPlanUnsettled = errors.New("the write's conditions kept changing while it
 // value; Write marshals the value (port.Marshal), adds the completion of the request's idempotency
 // claim (when it holds one), and runs the plan (RunPlan). It is port.Write for a write whose
 // statements are known before any runs: on PostgreSQL the whole write is one round trip and one
-// commit. The answer's bytes, with every Late resolved, are those the claim stored.
+// commit. The answer's bytes, with every Late resolved, are those the claim stored. An admission the
+// guard left to the write (port.Admission) is the plan's first step, so that on PostgreSQL the whole
+// signed request commits once.
 func Write(ctx context.Context, db *gorm.DB, build func(p *port.Plan) (status int, v any, err error)) (int, []byte, error) {
 	claim, hasClaim := port.ClaimFrom(ctx)
+	adm, hasAdmission := port.AdmissionFrom(ctx)
 	for range attempts {
 		p := port.NewPlan(db.WithContext(ctx))
 		status, v, err := build(p)
@@ -52,6 +55,7 @@ func Write(ctx context.Context, db *gorm.DB, build func(p *port.Plan) (status in
 		if hasClaim {
 			claim.CompleteIn(p, status, body)
 		}
+		admitting := hasAdmission && adm.AdmitIn(p)
 		failed, err := RunPlan(ctx, db, p)
 		if err != nil {
 			port.EndWrite(ctx, false)
@@ -66,6 +70,13 @@ func Write(ctx context.Context, db *gorm.DB, build func(p *port.Plan) (status in
 			return status, p.Resolve(body), nil
 		}
 		port.EndWrite(ctx, false)
+		if admitting && failed > 0 {
+			// The admission held in this run but was rolled back with it: it is recorded now, and
+			// its refusals (a concurrent replay) come before the step's.
+			if err := adm.Admit(ctx); err != nil {
+				return 0, nil, err
+			}
+		}
 		explain := p.Steps()[failed].Explain
 		if explain == nil {
 			return 0, nil, fmt.Errorf("write step %d found other than it expected, and has no explanation", failed)
@@ -119,6 +130,9 @@ func runInTransaction(ctx context.Context, db *gorm.DB, steps []port.Step) (int,
 
 // runStep runs one step on tx and reports whether it found what it expected.
 func runStep(tx *gorm.DB, s port.Step) (bool, error) {
+	if s.Checked {
+		return false, errors.New("a self-checked step runs only on PostgreSQL")
+	}
 	if s.Cond {
 		var ok bool
 		if err := tx.Raw(s.SQL, s.Vars...).Row().Scan(&ok); err != nil {
@@ -165,6 +179,8 @@ const divisionByZero = "22012"
 func checkedSQL(s port.Step) string {
 	fail := func(cond string) string { return "1/(CASE WHEN " + cond + " THEN 1 ELSE 0 END)" }
 	switch {
+	case s.Checked:
+		return s.SQL
 	case s.Cond:
 		return "SELECT " + fail("("+s.SQL+")")
 	case s.Rows == port.AnyRows:
@@ -244,6 +260,9 @@ func runBatch(ctx context.Context, db *gorm.DB, steps []port.Step) (failed int, 
 // readStep reads a step's result from the batch.
 func readStep(br pgx.BatchResults, s port.Step) error {
 	switch {
+	case s.Checked:
+		var check int
+		return br.QueryRow().Scan(append(append([]any{}, s.Scan...), &check)...)
 	case s.Cond || (s.Rows != port.AnyRows && s.Scan == nil):
 		var one int
 		return br.QueryRow().Scan(&one)

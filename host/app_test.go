@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -49,8 +51,12 @@ const testDraftKey = "dGVzdCBkcmFmdCBrZXksIDMyIGJ5dGVzLCBwdWJsaWM="
 // testSettings are the modules' settings of the tests' services: the defaults and the keys serving
 // needs.
 func testSettings() plugin.Settings {
-	return settings{DefaultSettings(), map[string]any{"onboarding-draft-key": testDraftKey}}
+	return settings{DefaultSettings(), map[string]any{"onboarding-draft-key": testDraftKey, "media-dir": testMediaDir}}
 }
+
+// testMediaDir keeps the images of the tests that store them on disk out of the source tree (the
+// default is ./var/media).
+var testMediaDir = filepath.Join(os.TempDir(), "svc-host-test-media")
 
 func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))

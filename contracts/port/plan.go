@@ -42,6 +42,10 @@ type Step struct {
 	Cond bool
 	// Scan receives the columns of the one row the statement returns (its RETURNING), if any.
 	Scan []any
+	// Checked marks SQL (PostgreSQL only) as checking itself: it divides by zero when it finds other
+	// than the step expects, and returns Scan's columns followed by one more (the check's). It is for a
+	// statement whose data-modifying CTEs cannot be nested in the check Rows and Cond are made into.
+	Checked bool
 	// Explain says why the step failed, read on the database after the plan rolled back: the
 	// problem to answer, or nil when nothing is wrong any more (the plan is then built and run again).
 	// A step that cannot fail (an insert after the rows it depends on are locked) may leave it nil;
@@ -86,6 +90,10 @@ func (p *Plan) Exec(rows int64, explain func(ctx context.Context, db *gorm.DB) e
 func (p *Plan) Returning(rows int64, explain func(ctx context.Context, db *gorm.DB) error, scan []any, sql string, vars ...any) {
 	p.Add(p.Build().Exec(sql, vars...), rows, explain, scan...)
 }
+
+// Prepend puts s before every step of the plan: for a step that must come first whatever the write
+// planned (the guard's admission, port.Admission).
+func (p *Plan) Prepend(s Step) { p.steps = append([]Step{s}, p.steps...) }
 
 // Check appends a condition: sql is a SELECT of one boolean, which must be true.
 func (p *Plan) Check(explain func(ctx context.Context, db *gorm.DB) error, sql string, vars ...any) {

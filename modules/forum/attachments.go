@@ -301,7 +301,7 @@ var _ port.Attachments = (*Shown)(nil)
 // attachRoutes are the attachment PUTs: writes, metered and idempotent like every write.
 func (w *Writes) attachRoutes() []plugin.AgentRoute {
 	return []plugin.AgentRoute{
-		{Method: http.MethodPut, Path: ThreadAttachmentsPath, Write: true, Handlers: []gin.HandlerFunc{w.manageThread}},
-		{Method: http.MethodPut, Path: ReplyAttachmentsPath, Write: true, Handlers: []gin.HandlerFunc{w.manageReply}},
+		{Method: http.MethodPut, Path: ThreadAttachmentsPath, Write: true, Planned: true, Handlers: []gin.HandlerFunc{w.manageThread}},
+		{Method: http.MethodPut, Path: ReplyAttachmentsPath, Write: true, Planned: true, Handlers: []gin.HandlerFunc{w.manageReply}},
 	}
 }

@@ -60,7 +60,7 @@ func NewWrites(db *gorm.DB, clock port.Clock, meter port.Meter, schemas *schema.
 // Routes are the forum's signed routes.
 func (w *Writes) Routes() plugin.Routes {
 	write := func(path string, h gin.HandlerFunc) plugin.AgentRoute {
-		return plugin.AgentRoute{Method: http.MethodPost, Path: path, Write: true, Handlers: []gin.HandlerFunc{h}}
+		return plugin.AgentRoute{Method: http.MethodPost, Path: path, Write: true, Planned: true, Handlers: []gin.HandlerFunc{h}}
 	}
 	return plugin.Routes{Module: ID, Plane: plugin.Agent, Agent: append([]plugin.AgentRoute{
 		write(ThreadsPath, w.createThread),

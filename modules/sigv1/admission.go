@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/database"
@@ -97,7 +98,58 @@ func (ad *Admission) admitSteps(tx *gorm.DB, a admission) (admitted, error) {
 // limits were not passed). The claim's existing row (e) is read from the statement's snapshot: when the
 // claim was refused and the row is not there, a concurrent request committed it after the snapshot
 // began, and the caller claims again on its own.
-const admitSQL = `WITH n AS (
+const admitSQL = admitCTEs + `
+SELECT EXISTS (SELECT 1 FROM n) AS fresh,
+  (SELECT hits FROM a) AS attempt_hits, (SELECT window_ms FROM a) AS attempt_window,
+  (SELECT hits FROM w) AS write_hits, (SELECT window_ms FROM w) AS write_window,
+  EXISTS (SELECT 1 FROM c) AS claimed,
+  e.fingerprint, e.state, e.status, e.body
+FROM (SELECT 1) AS one
+LEFT JOIN sigv1_idempotency AS e ON @writes <> '' AND e.agent_id = @agent AND e.idem_key = @key`
+
+// admitInSQL is the admission of a write as the first statement of the write's own batch (a
+// port.Step that checks itself): it returns the two windows' counts, and divides by zero, failing the
+// batch, unless every step let the request through and the key was claimed (c inserts only then).
+const admitInSQL = admitCTEs + `
+SELECT (SELECT hits FROM a), (SELECT window_ms FROM a), (SELECT hits FROM w), (SELECT window_ms FROM w),
+  1/(CASE WHEN EXISTS (SELECT 1 FROM c) THEN 1 ELSE 0 END)`
+
+// admitIn is admitInSQL with positional parameters, rewritten once by pgx's named arguments: a write
+// adds it to its batch as it is (deferred.AdmitIn), with its values in the order of names.
+var admitIn = positional(admitInSQL)
+
+type positionalSQL struct {
+	sql   string
+	names []string
+}
+
+func positional(sql string) positionalSQL {
+	named := pgx.NamedArgs{}
+	for name := range (&Admission{claims: &Claims{}}).params(admission{window: time.Second}, "") {
+		named[name] = name
+	}
+	out, names, err := named.RewriteQuery(context.Background(), nil, sql, nil)
+	if err != nil {
+		panic(fmt.Sprintf("sigv1: rewrite the admission's statement: %v", err))
+	}
+	p := positionalSQL{sql: out}
+	for _, n := range names {
+		p.names = append(p.names, n.(string))
+	}
+	return p
+}
+
+// vars are the statement's values from params, in order.
+func (p positionalSQL) vars(params map[string]any) []any {
+	vars := make([]any, len(p.names))
+	for i, n := range p.names {
+		vars[i] = params[n]
+	}
+	return vars
+}
+
+// admitCTEs are the admission's steps, as data-modifying CTEs.
+const admitCTEs = `WITH n AS (
   INSERT INTO sigv1_nonces (agent_id, nonce, seen_ms) VALUES (@agent, @nonce, @now)
   ON CONFLICT (agent_id, nonce) DO UPDATE SET seen_ms = excluded.seen_ms
   WHERE sigv1_nonces.seen_ms <= @nonce_cut
@@ -120,17 +172,22 @@ const admitSQL = `WITH n AS (
     CAST(@lease_ms AS bigint), CAST(@now AS bigint), 0, CAST(NULL AS bytea) FROM w WHERE w.hits <= @max_writes
   ON CONFLICT (agent_id, idem_key) DO UPDATE SET ` + claimSet + `
   RETURNING 1 AS claimed
-)
-SELECT EXISTS (SELECT 1 FROM n) AS fresh,
-  (SELECT hits FROM a) AS attempt_hits, (SELECT window_ms FROM a) AS attempt_window,
-  (SELECT hits FROM w) AS write_hits, (SELECT window_ms FROM w) AS write_window,
-  EXISTS (SELECT 1 FROM c) AS claimed,
-  e.fingerprint, e.state, e.status, e.body
-FROM (SELECT 1) AS one
-LEFT JOIN sigv1_idempotency AS e ON @writes <> '' AND e.agent_id = @agent AND e.idem_key = @key`
+)`
+
+// params are the named parameters of admitCTEs for a, claiming with token.
+func (ad *Admission) params(a admission, token string) map[string]any {
+	nowMS := a.at.UnixMilli()
+	return map[string]any{
+		"agent": a.agentID, "nonce": a.nonce, "now": nowMS, "nonce_cut": nowMS - NonceWindow.Milliseconds(),
+		"proceed": a.proceed, "attempts": a.attempts, "writes": a.writes,
+		"window_ms": windowStart(a.at, a.window), "span_ms": a.window.Milliseconds(),
+		"max_tries": a.maxTries, "max_writes": a.maxWrites,
+		"key": a.key, "print": a.print, "token": token, "lease_ms": nowMS + ad.claims.lease.Milliseconds(),
+		"claim_expired": nowMS, "claim_stale": nowMS - ResponseTTL.Milliseconds(),
+	}
+}
 
 func (ad *Admission) admitPostgres(ctx context.Context, a admission) (admitted, error) {
-	nowMS := a.at.UnixMilli()
 	token := uuid.NewString()
 	var row struct {
 		Fresh         bool
@@ -146,14 +203,7 @@ func (ad *Admission) admitPostgres(ctx context.Context, a admission) (admitted, 
 	}
 	// Row, not Scan: gorm's Scan renders every statement with its values for its logger (a regexp
 	// over all of them), which cost as much CPU as the signature's verification.
-	err := ad.db.WithContext(ctx).Raw(admitSQL, map[string]any{
-		"agent": a.agentID, "nonce": a.nonce, "now": nowMS, "nonce_cut": nowMS - NonceWindow.Milliseconds(),
-		"proceed": a.proceed, "attempts": a.attempts, "writes": a.writes,
-		"window_ms": windowStart(a.at, a.window), "span_ms": a.window.Milliseconds(),
-		"max_tries": a.maxTries, "max_writes": a.maxWrites,
-		"key": a.key, "print": a.print, "token": token, "lease_ms": nowMS + ad.claims.lease.Milliseconds(),
-		"claim_expired": nowMS, "claim_stale": nowMS - ResponseTTL.Milliseconds(),
-	}).Row().Scan(&row.Fresh, &row.AttemptHits, &row.AttemptWindow, &row.WriteHits, &row.WriteWindow, &row.Claimed,
+	err := ad.db.WithContext(ctx).Raw(admitSQL, ad.params(a, token)).Row().Scan(&row.Fresh, &row.AttemptHits, &row.AttemptWindow, &row.WriteHits, &row.WriteWindow, &row.Claimed,
 		&row.Fingerprint, &row.State, &row.Status, &row.Body)
 	if err != nil {
 		return admitted{}, fmt.Errorf("admit request: %w", err)

@@ -44,6 +44,7 @@ type Guard struct {
 	admission *Admission
 	memory    *Memory      // nil: every check reads the database
 	tracer    trace.Tracer // nil: no spans (UseTracing)
+	throttled throttledAgents
 }
 
 // NewGuard returns the guard.
@@ -141,75 +142,92 @@ func (g *Guard) Handle(c *gin.Context) {
 	if route.Write {
 		a.writes, a.key, a.print = "writes:"+id.AgentID, env.IdempotencyKey, Fingerprint(env.Method, env.Target, env.BodySHA256)
 	}
+	ctx = port.WithPrincipal(ctx, port.Principal{AgentID: id.AgentID, KeyID: id.KeyID, OrgID: id.OrgID, Handle: id.Handle})
+	if refusal == nil && route.Write && route.Planned && g.leavesAdmission(id.AgentID, now) {
+		g.leave(c, span, ctx, a, route, now)
+		return
+	}
 	adm, err := g.admission.Admit(ctx, a)
 	if err != nil {
 		g.unavailable(c, err)
 		return
 	}
-	if refusal == nil && adm.fresh {
-		g.announceLimits(c, route.Write, route.Uncounted, adm, now)
-	}
-	switch {
-	case refusal != nil:
+	if refusal != nil {
 		render.Abort(c, refusal)
 		return
-	case !adm.fresh:
-		render.Abort(c, problem.Newf(problem.NonceReplayed, "This %s was already used by the agent; sign every request, retries included, with a new nonce.", HeaderNonce))
-		return
-	case adm.attemptsRetry > 0:
-		render.Abort(c, rateLimited(adm.attemptsRetry, "Too many %s in this window (%d per %s).", "authenticated requests by this agent", g.cfg.AttemptsPerWindow, g.cfg.RateWindow))
-		return
-	case adm.writesRetry > 0:
-		render.Abort(c, rateLimited(adm.writesRetry, "Too many %s in this window (%d per %s).", "writes by this agent", g.cfg.WritesPerWindow, g.cfg.RateWindow))
+	}
+	res, ans, err := g.verdict(ctx, a, adm)
+	if err != nil {
+		g.unavailable(c, err)
 		return
 	}
-
-	ctx = port.WithPrincipal(ctx, port.Principal{AgentID: id.AgentID, KeyID: id.KeyID, OrgID: id.OrgID, Handle: id.Handle})
+	if adm.fresh {
+		g.announceLimits(c, route.Write, route.Uncounted, adm, now)
+	}
+	if ans != nil {
+		ans.write(c)
+		return
+	}
 	if !route.Write {
 		c.Request = c.Request.WithContext(handOn(c, span, ctx))
 		c.Next()
 		return
 	}
+	// A write that committed stored its response on the claim, and port.Write settled it: nothing is
+	// left to do. Any other outcome, a panic included, frees the key for a corrected retry.
+	defer g.release(c, ctx, res.claim)
+	c.Request = c.Request.WithContext(port.WithClaim(handOn(c, span, ctx), res.claim))
+	c.Next()
+}
 
-	// The Idempotency-Key of a write.
+// verdict is the guard's answer to a request its states let through, from its admission: nil when
+// the request is admitted (with its claim, for a write), else a refusal or a stored response to
+// replay. The claim is taken again here when the admission could not settle it.
+func (g *Guard) verdict(ctx context.Context, a admission, adm admitted) (claimResult, *answer, error) {
+	switch {
+	case !adm.fresh:
+		return claimResult{}, refuse(problem.Newf(problem.NonceReplayed, "This %s was already used by the agent; sign every request, retries included, with a new nonce.", HeaderNonce)), nil
+	case adm.attemptsRetry > 0:
+		g.throttle(a.agentID, adm.attempts.endMS)
+		return claimResult{}, refuse(rateLimited(adm.attemptsRetry, "Too many %s in this window (%d per %s).", "authenticated requests by this agent", g.cfg.AttemptsPerWindow, g.cfg.RateWindow)), nil
+	case adm.writesRetry > 0:
+		g.throttle(a.agentID, adm.writes.endMS)
+		return claimResult{}, refuse(rateLimited(adm.writesRetry, "Too many %s in this window (%d per %s).", "writes by this agent", g.cfg.WritesPerWindow, g.cfg.RateWindow)), nil
+	case a.writes == "":
+		return claimResult{}, nil, nil
+	}
 	res := adm.claim
 	if adm.claimUndecided {
-		if res, err = g.claims.Claim(ctx, id.AgentID, env.IdempotencyKey, a.print, now); err != nil {
-			g.unavailable(c, err)
-			return
+		var err error
+		if res, err = g.claims.Claim(ctx, a.agentID, a.key, a.print, a.at); err != nil {
+			return claimResult{}, nil, err
 		}
 	}
 	switch res.outcome {
 	case replay:
-		c.Header(HeaderReplayed, "true")
-		render.Raw(c, res.status, res.body)
-		c.Abort()
-		return
+		return res, &answer{status: res.status, body: res.body}, nil
 	case conflict:
-		render.Abort(c, problem.New(problem.IdempotencyKeyConflict, "This Idempotency-Key was used by the agent for a different request (method, target or body) in the last 24 hours; use a new key for a new request."))
-		return
+		return res, refuse(problem.New(problem.IdempotencyKeyConflict, "This Idempotency-Key was used by the agent for a different request (method, target or body) in the last 24 hours; use a new key for a new request.")), nil
 	case inFlight:
-		render.Abort(c, problem.New(problem.IdempotencyRequestInFlight, "The first request with this Idempotency-Key is still running; retry after a second.").With("retry_after_seconds", 1))
+		return res, refuse(problem.New(problem.IdempotencyRequestInFlight, "The first request with this Idempotency-Key is still running; retry after a second.").With("retry_after_seconds", 1)), nil
+	}
+	return res, nil, nil
+}
+
+// release frees the claim of a write that did not commit (it is safe to call always).
+func (g *Guard) release(c *gin.Context, ctx context.Context, cl *claim) {
+	if cl == nil || cl.settled {
 		return
 	}
-	// A write that committed stored its response on the claim, and port.Write settled it: nothing is
-	// left to do. Any other outcome, a panic included, frees the key for a corrected retry.
-	defer func() {
-		if res.claim.settled {
-			return
-		}
-		released, err := res.claim.release(context.WithoutCancel(ctx))
-		switch {
-		case err != nil:
-			g.log.WarnContext(ctx, "idempotency key not released; it frees itself when its lease ends", "error", err)
-		case released && c.Writer.Status() >= 200 && c.Writer.Status() < 300:
-			// The route answered a success without storing it (it did not run through port.Write):
-			// a retry would run it again.
-			g.log.ErrorContext(ctx, "a write answered 2xx without storing its response with port.Write", "route", c.FullPath())
-		}
-	}()
-	c.Request = c.Request.WithContext(port.WithClaim(handOn(c, span, ctx), res.claim))
-	c.Next()
+	released, err := cl.release(context.WithoutCancel(ctx))
+	switch {
+	case err != nil:
+		g.log.WarnContext(ctx, "idempotency key not released; it frees itself when its lease ends", "error", err)
+	case released && c.Writer.Status() >= 200 && c.Writer.Status() < 300:
+		// The route answered a success without storing it (it did not run through port.Write):
+		// a retry would run it again.
+		g.log.ErrorContext(ctx, "a write answered 2xx without storing its response with port.Write", "route", c.FullPath())
+	}
 }
 
 // gateOpen, lookup and writeBlock answer from the memory while it is fresh (Memory.fresh), else from

@@ -14,15 +14,19 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/render"
 	"github.com/svcforum/svc/contracts/schema"
+	"github.com/svcforum/svc/database"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/sigv1"
 	"github.com/svcforum/svc/sdk/signer"
@@ -189,15 +193,57 @@ func (testWrite) TableName() string { return "sigv1test_writes" }
 // X-Test-Panic makes it panic there;
 // X-Test-Wait names a gate the handler waits on inside its transaction (release with open).
 type testWrites struct {
-	db    *gorm.DB
-	mu    sync.Mutex
-	gates map[string]chan struct{}
+	db          *gorm.DB
+	mu          sync.Mutex
+	gates       map[string]chan struct{}
+	plannedRuns atomic.Int64 // how often the planned route's handler ran
 }
 
 const writePath = "/test/writes"
 
+// plannedPath is the same write as a planned one (database.Write), on a Planned route: the guard
+// leaves its admission to the write. X-Test-Refuse makes it refuse (422) before writing, X-Test-Fail
+// makes its plan fail after the insert (403 with its own code), X-Test-Panic makes it panic before
+// writing; each first sets a header of its own, which a dropped answer must not leak.
+const plannedPath = "/test/planned"
+
 func (tw *testWrites) routes() []plugin.AgentRoute {
-	return []plugin.AgentRoute{{Method: http.MethodPost, Path: writePath, Write: true, Handlers: []gin.HandlerFunc{tw.handle}}}
+	return []plugin.AgentRoute{
+		{Method: http.MethodPost, Path: writePath, Write: true, Handlers: []gin.HandlerFunc{tw.handle}},
+		{Method: http.MethodPost, Path: plannedPath, Write: true, Planned: true, Handlers: []gin.HandlerFunc{tw.handlePlanned}},
+	}
+}
+
+// errTestStep is the refusal of a planned test write's failing step.
+var errTestStep = problem.New(problem.ThreadLocked, "the test write's step refused it")
+
+func (tw *testWrites) handlePlanned(c *gin.Context) {
+	tw.plannedRuns.Add(1)
+	c.Header("X-Test-Route", "ran")
+	var in struct {
+		Note string `json:"note"`
+	}
+	raw, _ := io.ReadAll(c.Request.Body)
+	if err := json.Unmarshal(raw, &in); err != nil || c.GetHeader("X-Test-Refuse") != "" {
+		render.Abort(c, problem.New(problem.ValidationFailed, "the test write refuses its body"))
+		return
+	}
+	if c.GetHeader("X-Test-Panic") != "" {
+		panic("test planned write panics before its write")
+	}
+	p, _ := port.PrincipalFrom(c.Request.Context())
+	status, body, err := database.Write(c.Request.Context(), tw.db, func(plan *port.Plan) (int, any, error) {
+		plan.Exec(1, nil, "INSERT INTO sigv1test_writes (agent_id, note) VALUES (?, ?)", p.AgentID, in.Note)
+		if c.GetHeader("X-Test-Fail") != "" {
+			plan.Refuse(errTestStep)
+		}
+		return http.StatusCreated, map[string]any{"id": uuid.NewString(), "note": in.Note}, nil
+	})
+	if err != nil {
+		render.Error(c, err)
+		return
+	}
+	render.Raw(c, status, body)
 }
 
 func (tw *testWrites) gate(name string) chan struct{} {

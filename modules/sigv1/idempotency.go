@@ -159,9 +159,9 @@ func (c *claim) Complete(tx *gorm.DB, status int, body []byte) error {
 // CompleteIn adds the same completion to a planned write (the body with its Late numbers resolved);
 // a claim that is no longer this request's fails the plan with errClaimLost.
 func (c *claim) CompleteIn(p *port.Plan, status int, body []byte) {
-	p.Add(c.held(p.Build().Model(&idempotency{})).
-		Updates(map[string]any{"state": claimDone, "status": status, "body": p.Bytes(body)}), 1,
-		func(context.Context, *gorm.DB) error { return errClaimLost })
+	p.Exec(1, func(context.Context, *gorm.DB) error { return errClaimLost },
+		`UPDATE sigv1_idempotency SET state = ?, status = ?, body = ? WHERE agent_id = ? AND idem_key = ? AND token = ? AND state = ?`,
+		claimDone, status, p.Bytes(body), c.agentID, c.key, c.token, claimRunning)
 }
 
 // Settled records that the transaction that completed the claim committed.

@@ -1,0 +1,190 @@
+package sigv1
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/database"
+)
+
+// deferred is a write's admission left to the write (port.Admission): the first statement of its
+// planned write, so that on PostgreSQL the nonce, the limits, the claim, the write and its stored
+// response are one round trip and one commit. The claim's token is chosen before, so that the write
+// can complete the claim in the same batch. When the plan fails, or the route never writes, the
+// admission runs on its own, as it would have before the route (Guard.leave keeps the route's answer
+// back until then).
+type deferred struct {
+	g     *Guard
+	a     admission
+	cl    *claim // the claim the admission takes (its token chosen ahead), or took on its own
+	state deferredState
+	adm   admitted // the admission's counts, once it ran
+	ans   *answer  // once refused
+	// The counts the batch's statement returns: attempts hits and window, writes hits and window.
+	attemptHits, attemptWindow, writeHits, writeWindow *int64
+}
+
+type deferredState int
+
+const (
+	pending   deferredState = iota // not run
+	uncertain                      // a plan holding it ended with an error: it may have committed
+	passed                         // admitted, with its plan or on its own
+	refused                        // refused on its own (ans)
+)
+
+var (
+	_ port.Admission = (*deferred)(nil)
+	_ port.Claim     = (*deferred)(nil)
+)
+
+// AdmitIn puts the admission first in p (admitInSQL) while it has not run.
+func (d *deferred) AdmitIn(p *port.Plan) bool {
+	if d.state != pending {
+		return false
+	}
+	d.state = uncertain
+	p.Prepend(port.Step{SQL: admitIn.sql, Vars: admitIn.vars(d.g.admission.params(d.a, d.cl.token)), Checked: true,
+		Scan:    []any{&d.attemptHits, &d.attemptWindow, &d.writeHits, &d.writeWindow},
+		Explain: func(ctx context.Context, _ *gorm.DB) error { return d.Admit(ctx) }})
+	p.OnCommit(func() {
+		d.state = passed
+		d.adm = admitted{fresh: true, attempts: d.window(d.attemptHits, d.attemptWindow), writes: d.window(d.writeHits, d.writeWindow),
+			claim: claimResult{outcome: claimed, claim: d.cl}}
+	})
+	return true
+}
+
+func (d *deferred) window(hits, start *int64) counted {
+	if hits == nil || start == nil {
+		return counted{}
+	}
+	return counted{hits: *hits, endMS: *start + d.a.window.Milliseconds()}
+}
+
+// Admit runs the admission on its own (Admission.Admit and Guard.verdict), once.
+func (d *deferred) Admit(ctx context.Context) error {
+	switch d.state {
+	case passed:
+		return nil
+	case refused:
+		return d.ans
+	}
+	adm, err := d.g.admission.Admit(ctx, d.a)
+	if err != nil {
+		d.state = uncertain
+		return err
+	}
+	d.adm = adm
+	res, ans, err := d.g.verdict(ctx, d.a, adm)
+	switch {
+	case err != nil:
+		d.state = uncertain
+		return err
+	case ans != nil:
+		d.state, d.ans = refused, ans
+		return ans
+	}
+	d.state, d.cl = passed, res.claim
+	return nil
+}
+
+// The claim (port.Claim) is the one the admission takes.
+func (d *deferred) Complete(tx *gorm.DB, status int, body []byte) error {
+	return d.cl.Complete(tx, status, body)
+}
+func (d *deferred) CompleteIn(p *port.Plan, status int, body []byte) {
+	d.cl.CompleteIn(p, status, body)
+}
+func (d *deferred) Settled() { d.cl.Settled() }
+
+// leave hands a planned write on with its admission left to the write, and keeps the route's answer
+// back until the admission has decided: a request it refuses gets the guard's answer, whatever the
+// route wrote, as if the admission had run first.
+func (g *Guard) leave(c *gin.Context, span trace.Span, ctx context.Context, a admission, route plugin.AgentRoute, now time.Time) {
+	d := &deferred{g: g, a: a, cl: &claim{db: g.claims.db, agentID: a.agentID, key: a.key, token: uuid.NewString()}}
+	held := holdAnswer(c)
+	ctx = port.WithAdmission(port.WithClaim(handOn(c, span, ctx), d), d)
+	returned := false
+	defer func() {
+		if !returned {
+			// The route panicked: the host's recovery answers on the real writer, the claim is
+			// freed, and a request that never reached its admission has used its nonce all the same.
+			held.drop()
+			if d.state == passed {
+				g.release(c, ctx, d.cl)
+			} else {
+				g.burn(ctx, a)
+			}
+		}
+	}()
+	c.Request = c.Request.WithContext(ctx)
+	c.Next()
+	returned = true
+	if d.state == pending {
+		// The route answered without writing (it refused the request first): the admission runs
+		// now, and its refusals come before the route's.
+		if err := d.Admit(ctx); err != nil && d.state != refused {
+			held.drop()
+			g.unavailable(c, err)
+			return
+		}
+	}
+	switch d.state {
+	case refused:
+		held.drop()
+		if d.adm.fresh {
+			g.announceLimits(c, true, route.Uncounted, d.adm, now)
+		}
+		d.ans.write(c)
+	case uncertain:
+		// The write failed with an error and may have committed: its bytes must not run again.
+		g.burn(ctx, a)
+		held.flush()
+	default:
+		g.release(c, ctx, d.cl)
+		g.announceLimits(c, true, route.Uncounted, d.adm, now)
+		held.flush()
+	}
+}
+
+// burn records the nonce of a request whose admission did not run to the end. Failures are only
+// logged: the request is answered either way.
+func (g *Guard) burn(ctx context.Context, a admission) {
+	if _, err := g.nonces.Record(context.WithoutCancel(ctx), a.agentID, a.nonce, a.at); err != nil {
+		g.log.WarnContext(ctx, "nonce of a write whose admission did not finish not recorded", "error", err)
+	}
+}
+
+// leavesAdmission reports whether agentID's planned write may take its admission with it: on
+// PostgreSQL (on SQLite nothing is saved: there is no round trip, and one writer), unless a limit
+// refused the agent in this window. A write a limit refuses would do its work for nothing (its
+// schema, its Markdown, its reads) before the admission refused it; taking the admission first
+// keeps a refused write as cheap as its admission.
+func (g *Guard) leavesAdmission(agentID string, now time.Time) bool {
+	if database.Dialect(g.claims.db) != database.Postgres {
+		return false
+	}
+	if until, ok := g.throttled.Load(agentID); ok {
+		if now.UnixMilli() < until.(int64) {
+			return false
+		}
+		g.throttled.CompareAndDelete(agentID, until)
+	}
+	return true
+}
+
+// throttle records that a limit refused agentID until endMS.
+func (g *Guard) throttle(agentID string, endMS int64) { g.throttled.Store(agentID, endMS) }
+
+// throttledAgents is the set Guard.throttle keeps (agent ID to the end of the refusing window, in
+// Unix milliseconds): a hint for this process only, never a decision.
+type throttledAgents = sync.Map

@@ -1,0 +1,212 @@
+package sigv1_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/svcforum/svc/database/dbtest"
+	"github.com/svcforum/svc/modules/sigv1"
+	"github.com/svcforum/svc/testkit"
+)
+
+// A Planned route's admission is left to its write (on PostgreSQL the nonce, the limits and the claim
+// are the first statement of the write's batch; on SQLite they run first, as for any route). These
+// tests run on both dialects: the answers, their order and what is kept must be the same either way.
+
+// dpSigned signs a POST of body with key to the planned route and sets the test headers hdr (which
+// are not signed: the same signed bytes can be sent with and without them).
+func dpSigned(t testing.TB, a agent, body []byte, key string, hdr ...string) *http.Request {
+	t.Helper()
+	req := signed(t, a, "POST", plannedPath, body, key)
+	for _, h := range hdr {
+		req.Header.Set(h, "1")
+	}
+	return req
+}
+
+// dpAgain is req sent again, byte for byte, without its test headers.
+func dpAgain(req *http.Request, body []byte) *http.Request {
+	again := req.Clone(context.Background())
+	again.Body = io.NopCloser(bytes.NewReader(body))
+	for h := range again.Header {
+		if strings.HasPrefix(h, "X-Test-") {
+			again.Header.Del(h)
+		}
+	}
+	return again
+}
+
+// dpGuardAnswered fails unless r is the guard's own answer: nothing the route wrote (its header)
+// leaked into it.
+func dpGuardAnswered(t testing.TB, r testkit.Result, status int, code string) {
+	t.Helper()
+	testkit.Expect(t, r, status, code)
+	if v := r.Header.Get("X-Test-Route"); v != "" {
+		t.Fatalf("the guard's %d %s carries the route's header X-Test-Route: %q", status, code, v)
+	}
+}
+
+// TestPlannedWriteAdmission (scenarios 7, 18, 19 on a Planned route): a write runs once and answers
+// with its limits; its exact bytes again are 409 nonce_replayed; the same key and body with a new
+// nonce replay the stored answer byte for byte; a different body with the key is 409
+// idempotency_key_conflict.
+func TestPlannedWriteAdmission(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := newWorld(t, dialect)
+		a := w.newAgent(t, "planner")
+		body := gtNote("planned ☃")
+		first := dpSigned(t, a, body, "k")
+		orig := w.serve(first)
+		gtExecuted(t, orig)
+		if p := orig.Header.Get(sigv1.HeaderRateLimitPolicy); !strings.Contains(p, `"writes"`) || orig.Header.Get(sigv1.HeaderRateLimit) == "" {
+			t.Fatalf("a planned write's answer states no writes limit: %q / %q", p, orig.Header.Get(sigv1.HeaderRateLimit))
+		}
+		dpGuardAnswered(t, w.serve(dpAgain(first, body)), 409, "nonce_replayed")
+		gtReplayed(t, w.serve(dpSigned(t, a, body, "k")), orig)
+		gtReplayed(t, newNode(t, w.db, w.clock).serve(dpSigned(t, a, body, "k")), orig)
+		dpGuardAnswered(t, w.serve(dpSigned(t, a, gtNote("other"), "k")), 409, "idempotency_key_conflict")
+		gtRows(t, w, 1)
+	})
+}
+
+// TestPlannedWriteRefusedBeforeWriting: a route that refuses a request before its write (422) still
+// has the request admitted after it: the nonce is used (its bytes again are nonce_replayed, not 422),
+// the key is freed for a corrected retry, and the admission's refusals (a key in flight) come first.
+func TestPlannedWriteRefusedBeforeWriting(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := newWorld(t, dialect)
+		a := w.newAgent(t, "refused")
+		body := gtNote("fine")
+		req := dpSigned(t, a, body, "k", "X-Test-Refuse")
+		r := w.serve(req)
+		testkit.Expect(t, r, 422, "validation_failed")
+		if r.Header.Get(sigv1.HeaderRateLimit) == "" {
+			t.Fatal("a write the route refused answers without its limits")
+		}
+		dpGuardAnswered(t, w.serve(dpAgain(req, body)), 409, "nonce_replayed")
+		gtExecuted(t, w.serve(dpSigned(t, a, body, "k")))
+
+		if _, err := w.claims.Claim(context.Background(), a.AgentID, "held", sigv1.Fingerprint("POST", "/agent-api/v1"+plannedPath, sigv1.BodySHA256(body)), w.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		dpGuardAnswered(t, w.serve(dpSigned(t, a, body, "held", "X-Test-Refuse")), 409, "idempotency_request_in_flight")
+		gtRows(t, w, 1)
+	})
+}
+
+// TestPlannedWriteRefusedByItsPlan: a write whose plan fails at a step after the admission keeps
+// nothing of it but the admission: the step's refusal is answered, the nonce is used, the key is free.
+func TestPlannedWriteRefusedByItsPlan(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := newWorld(t, dialect)
+		a := w.newAgent(t, "stepped")
+		body := gtNote("stepped")
+		req := dpSigned(t, a, body, "k", "X-Test-Fail")
+		testkit.Expect(t, w.serve(req), 403, "thread_locked")
+		gtRows(t, w, 0)
+		dpGuardAnswered(t, w.serve(dpAgain(req, body)), 409, "nonce_replayed")
+		gtRows(t, w, 0)
+		gtExecuted(t, w.serve(dpSigned(t, a, body, "k")))
+		gtRows(t, w, 1)
+	})
+}
+
+// TestPlannedWriteLimits (scenario 12 on a Planned route): past the writes limit a write is 429 and
+// keeps nothing; while that window lasts the agent's next write takes its admission first, so its
+// route does not even run; the next window admits it again.
+func TestPlannedWriteLimits(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := newWorld(t, dialect, func(c *sigv1.Config) { c.WritesPerWindow = 2 })
+		a := w.newAgent(t, "limited")
+		gtExecuted(t, w.serve(dpSigned(t, a, gtNote("1"), "1")))
+		gtExecuted(t, w.serve(dpSigned(t, a, gtNote("2"), "2")))
+		r := w.serve(dpSigned(t, a, gtNote("3"), "3"))
+		dpGuardAnswered(t, r, 429, "rate_limited")
+		gtRetryAfter(t, r)
+		runs := w.writes.plannedRuns.Load()
+		dpGuardAnswered(t, w.serve(dpSigned(t, a, gtNote("4"), "4")), 429, "rate_limited")
+		if n := w.writes.plannedRuns.Load(); n != runs {
+			t.Fatalf("the route ran for a write of an agent the limit refuses in this window (%d runs, then %d)", runs, n)
+		}
+		gtRows(t, w, 2)
+		w.clock.Add(w.cfg.RateWindow)
+		gtExecuted(t, w.serve(dpSigned(t, a, gtNote("5"), "5")))
+		gtRows(t, w, 3)
+	})
+}
+
+// TestPlannedWriteConcurrentSameKey (scenario 25 on a Planned route): the same write sent at once with
+// one key and different nonces runs once; every other answer is its replay or 409 in flight.
+func TestPlannedWriteConcurrentSameKey(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := newWorld(t, dialect)
+		a := w.newAgent(t, "racer")
+		body := gtNote("once")
+		reqs := make([]*http.Request, 8)
+		for i := range reqs {
+			reqs[i] = dpSigned(t, a, body, "race")
+		}
+		results := make([]testkit.Result, len(reqs))
+		var wg sync.WaitGroup
+		for i, req := range reqs {
+			wg.Go(func() { results[i] = w.serve(req) })
+		}
+		wg.Wait()
+		var executed []testkit.Result
+		for _, r := range results {
+			switch {
+			case r.Status == 201 && r.Header.Get(sigv1.HeaderReplayed) == "":
+				executed = append(executed, r)
+			case r.Status == 201, r.Status == 409 && r.Code == "idempotency_request_in_flight":
+			default:
+				t.Fatalf("a concurrent write answered %d %s", r.Status, r.Body)
+			}
+		}
+		if len(executed) != 1 {
+			t.Fatalf("%d of the concurrent writes ran, want 1", len(executed))
+		}
+		for _, r := range results {
+			if r.Status == 201 && !bytes.Equal(r.Body, executed[0].Body) {
+				t.Fatalf("a replay answered %s, the write %s", r.Body, executed[0].Body)
+			}
+		}
+		gtRows(t, w, 1)
+	})
+}
+
+// TestPlannedWritePanics: a route that panics before its write is answered 500;
+// its nonce is used and its key is free.
+func TestPlannedWritePanics(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := newWorld(t, dialect)
+		a := w.newAgent(t, "panicky")
+		body := gtNote("boom")
+		req := dpSigned(t, a, body, "k", "X-Test-Panic")
+		testkit.Expect(t, w.serve(req), 500, "internal_error")
+		dpGuardAnswered(t, w.serve(dpAgain(req, body)), 409, "nonce_replayed")
+		gtExecuted(t, w.serve(dpSigned(t, a, body, "k")))
+		gtRows(t, w, 1)
+	})
+}
+
+// TestPlannedWriteStatesFirst: a write the agent's state or the write switches refuse never reaches
+// its route.
+func TestPlannedWriteStatesFirst(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := newWorld(t, dialect)
+		a := w.newAgent(t, "frozen")
+		if err := w.switches.SetFrozen(context.Background(), "agent", a.AgentID, true); err != nil {
+			t.Fatal(err)
+		}
+		dpGuardAnswered(t, w.serve(dpSigned(t, a, gtNote("x"), "k")), 403, "writes_frozen")
+		if n := w.writes.plannedRuns.Load(); n != 0 {
+			t.Fatalf("the route ran %d times for a frozen agent", n)
+		}
+		gtRows(t, w, 0)
+	})
+}
