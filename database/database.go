@@ -59,6 +59,12 @@
 // balance after its debit, are Late: the answer holds a placeholder that Go replaces with the value
 // the step returned, and the stored idempotent copy replaces in SQL with the same value, so both hold
 // the same bytes. On SQLite the same steps run in one transaction.
+//
+// The guard's admission of a signed write (its nonce, limits and Idempotency-Key claim) can go with
+// the write too (port.Admission, for a route declared Planned): Write then puts it first in the batch
+// as a step that checks itself (Step.Checked: its data-modifying CTEs cannot be nested in the usual
+// check), so the whole request commits once. When the batch fails at a later step, the admission runs
+// on its own before the step is explained: a refused write has still used its nonce.
 package database
 
 import (

@@ -36,7 +36,8 @@ var ErrPlanUnsettled = errors.New("the write's conditions kept changing while it
 func Write(ctx context.Context, db *gorm.DB, build func(p *port.Plan) (status int, v any, err error)) (int, []byte, error) {
 	claim, hasClaim := port.ClaimFrom(ctx)
 	adm, hasAdmission := port.AdmissionFrom(ctx)
-	for range attempts {
+	tries := attempts
+	for try := 0; try < tries; try++ {
 		p := port.NewPlan(db.WithContext(ctx))
 		status, v, err := build(p)
 		if err != nil {
@@ -70,6 +71,9 @@ func Write(ctx context.Context, db *gorm.DB, build func(p *port.Plan) (status in
 			return status, p.Resolve(body), nil
 		}
 		port.EndWrite(ctx, false)
+		if admitting && failed == 0 {
+			tries++ // the admission, explained by running it alone, is not the write's own try
+		}
 		if admitting && failed > 0 {
 			// The admission held in this run but was rolled back with it: it is recorded now, and
 			// its refusals (a concurrent replay) come before the step's.

@@ -77,7 +77,7 @@ func (rc *ReadCache) serve(h gin.HandlerFunc) gin.HandlerFunc {
 		set := http.Header{}
 		for name, values := range rec.Header() {
 			if !slices.Equal(before[name], values) {
-				set[name] = slices.Clone(values)
+				set[name] = slices.Clip(slices.Clone(values))
 			}
 		}
 		rc.entries.Add(key, cached{token: tok, header: set, body: rec.body.Bytes()})
@@ -88,7 +88,9 @@ func (rc *ReadCache) serve(h gin.HandlerFunc) gin.HandlerFunc {
 func (e cached) answer(c *gin.Context) {
 	h := c.Writer.Header()
 	for name, values := range e.header {
-		h[name] = slices.Clone(values)
+		// Shared, not copied: each slice's capacity is its length (serve clips it), so a later
+		// Header().Add on this answer appends to a copy and never reaches the stored entry.
+		h[name] = values
 	}
 	if etag := e.header.Get("ETag"); etag != "" {
 		for part := range strings.SplitSeq(c.GetHeader("If-None-Match"), ",") {

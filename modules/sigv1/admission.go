@@ -124,10 +124,11 @@ type positionalSQL struct {
 }
 
 func positional(sql string) positionalSQL {
-	named := pgx.NamedArgs{}
+	named := pgx.StrictNamedArgs{}
 	for name := range (&Admission{claims: &Claims{}}).params(admission{window: time.Second}, "") {
 		named[name] = name
 	}
+	// Strict: a name the statement uses that params lacks, or one it does not use, fails here.
 	out, names, err := named.RewriteQuery(context.Background(), nil, sql, nil)
 	if err != nil {
 		panic(fmt.Sprintf("sigv1: rewrite the admission's statement: %v", err))

@@ -37,6 +37,10 @@ func (a *answer) Error() string {
 	return "the Idempotency-Key's stored response answers this request"
 }
 
+// Unwrap is the problem, so that a route that tells refusals from failures (a *problem.Problem)
+// takes the answer for a refusal.
+func (a *answer) Unwrap() error { return a.Problem() }
+
 // Problem is the problem the route answers; for a replay it is never sent (the guard replaces it).
 func (a *answer) Problem() *problem.Problem {
 	if a.p != nil {

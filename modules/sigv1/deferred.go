@@ -2,7 +2,9 @@ package sigv1
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -91,6 +93,11 @@ func (d *deferred) Admit(ctx context.Context) error {
 		return err
 	case ans != nil:
 		d.state, d.ans = refused, ans
+		if adm.attemptsRetry == 0 && adm.writesRetry == 0 {
+			// A replay or a key's refusal did the route's work for nothing: the agent's next writes
+			// take their admission first for a while (a limit's refusal set its own window's end).
+			d.g.throttle(d.a.agentID, d.a.at.Add(d.g.cfg.RateWindow).UnixMilli())
+		}
 		return ans
 	}
 	d.state, d.cl = passed, res.claim
@@ -119,11 +126,7 @@ func (g *Guard) leave(c *gin.Context, span trace.Span, ctx context.Context, a ad
 			// The route panicked: the host's recovery answers on the real writer, the claim is
 			// freed, and a request that never reached its admission has used its nonce all the same.
 			held.drop()
-			if d.state == passed {
-				g.release(c, ctx, d.cl)
-			} else {
-				g.burn(ctx, a)
-			}
+			g.afterward(ctx, d)
 		}
 	}()
 	c.Request = c.Request.WithContext(ctx)
@@ -131,8 +134,9 @@ func (g *Guard) leave(c *gin.Context, span trace.Span, ctx context.Context, a ad
 	returned = true
 	if d.state == pending {
 		// The route answered without writing (it refused the request first): the admission runs
-		// now, and its refusals come before the route's.
-		if err := d.Admit(ctx); err != nil && d.state != refused {
+		// now, even if the client left meanwhile, and its refusals come before the route's.
+		if err := d.Admit(context.WithoutCancel(ctx)); err != nil && d.state != refused {
+			g.burn(ctx, a)
 			held.drop()
 			g.unavailable(c, err)
 			return
@@ -147,12 +151,30 @@ func (g *Guard) leave(c *gin.Context, span trace.Span, ctx context.Context, a ad
 		d.ans.write(c)
 	case uncertain:
 		// The write failed with an error and may have committed: its bytes must not run again.
-		g.burn(ctx, a)
+		g.afterward(ctx, d)
 		held.flush()
 	default:
 		g.release(c, ctx, d.cl)
 		g.announceLimits(c, true, route.Uncounted, d.adm, now)
 		held.flush()
+	}
+}
+
+// afterward admits on its own a request whose route ended before its admission decided (it
+// panicked, or its batch failed with an error and may have committed), so that its nonce is used and
+// the limits count it as if the admission had run first; a claim it takes is freed. The route's
+// answer stands whatever the admission says: if the batch committed, the admission finds its own nonce.
+func (g *Guard) afterward(ctx context.Context, d *deferred) {
+	ctx = context.WithoutCancel(ctx)
+	if err := d.Admit(ctx); err != nil {
+		var ans *answer
+		if !errors.As(err, &ans) {
+			g.burn(ctx, d.a)
+		}
+		return
+	}
+	if _, err := d.cl.release(ctx); err != nil {
+		g.log.WarnContext(ctx, "idempotency key not released; it frees itself when its lease ends", "error", err)
 	}
 }
 
@@ -173,18 +195,34 @@ func (g *Guard) leavesAdmission(agentID string, now time.Time) bool {
 	if database.Dialect(g.claims.db) != database.Postgres {
 		return false
 	}
-	if until, ok := g.throttled.Load(agentID); ok {
+	if until, ok := g.throttled.agents.Load(agentID); ok {
 		if now.UnixMilli() < until.(int64) {
 			return false
 		}
-		g.throttled.CompareAndDelete(agentID, until)
+		g.throttled.agents.CompareAndDelete(agentID, until)
 	}
 	return true
 }
 
-// throttle records that a limit refused agentID until endMS.
-func (g *Guard) throttle(agentID string, endMS int64) { g.throttled.Store(agentID, endMS) }
+// throttle records that agentID's writes take their admission first until endMS. Every so often the
+// entries that ended are dropped, so the set holds only agents refused lately.
+func (g *Guard) throttle(agentID string, endMS int64) {
+	g.throttled.agents.Store(agentID, endMS)
+	if g.throttled.stored.Add(1)%256 != 0 {
+		return
+	}
+	now := g.clock.Now().UnixMilli()
+	g.throttled.agents.Range(func(k, v any) bool {
+		if v.(int64) <= now {
+			g.throttled.agents.CompareAndDelete(k, v)
+		}
+		return true
+	})
+}
 
-// throttledAgents is the set Guard.throttle keeps (agent ID to the end of the refusing window, in
-// Unix milliseconds): a hint for this process only, never a decision.
-type throttledAgents = sync.Map
+// throttledAgents is the set Guard.throttle keeps (agent ID to the time its writes may take their
+// admission with them again, in Unix milliseconds): a hint for this process only, never a decision.
+type throttledAgents struct {
+	agents sync.Map
+	stored atomic.Int64
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/svcforum/svc/database"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/sigv1"
 	"github.com/svcforum/svc/testkit"
@@ -187,7 +188,12 @@ func TestPlannedWritePanics(t *testing.T) {
 		a := w.newAgent(t, "panicky")
 		body := gtNote("boom")
 		req := dpSigned(t, a, body, "k", "X-Test-Panic")
-		testkit.Expect(t, w.serve(req), 500, "internal_error")
+		r := w.serve(req)
+		if dialect == database.Postgres {
+			dpGuardAnswered(t, r, 500, "internal_error") // the held answer's headers are dropped
+		} else {
+			testkit.Expect(t, r, 500, "internal_error")
+		}
 		dpGuardAnswered(t, w.serve(dpAgain(req, body)), 409, "nonce_replayed")
 		gtExecuted(t, w.serve(dpSigned(t, a, body, "k")))
 		gtRows(t, w, 1)
@@ -208,5 +214,103 @@ func TestPlannedWriteStatesFirst(t *testing.T) {
 			t.Fatalf("the route ran %d times for a frozen agent", n)
 		}
 		gtRows(t, w, 0)
+	})
+}
+
+// TestPlannedWriteClientLeavesBeforeWriting: a client that goes away while the route runs, before its
+// write, has still used its nonce: the same bytes again are 409 nonce_replayed, never run.
+func TestPlannedWriteClientLeavesBeforeWriting(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := newWorld(t, dialect)
+		a := w.newAgent(t, "leaver")
+		body := gtNote("gone")
+		req := dpSigned(t, a, body, "k", "X-Test-Cancel")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		w.serve(req.WithContext(context.WithValue(ctx, testCancel{}, cancel)))
+		dpGuardAnswered(t, w.serve(dpAgain(req, body)), 409, "nonce_replayed")
+		gtExecuted(t, w.serve(dpSigned(t, a, body, "k")))
+		gtRows(t, w, 1)
+	})
+}
+
+// TestPlannedWriteBatchFails: a write whose batch fails with an error (not a refusal) answers 500; its
+// nonce is used, it counts against the limits once, and its key is free for a retry.
+func TestPlannedWriteBatchFails(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := newWorld(t, dialect, func(c *sigv1.Config) { c.WritesPerWindow = 2 })
+		a := w.newAgent(t, "broken")
+		body := gtNote("broken")
+		req := dpSigned(t, a, body, "k", "X-Test-Broken")
+		testkit.Expect(t, w.serve(req), 500, "internal_error")
+		gtRows(t, w, 0)
+		dpGuardAnswered(t, w.serve(dpAgain(req, body)), 409, "nonce_replayed")
+		gtExecuted(t, w.serve(dpSigned(t, a, body, "k")))
+		dpGuardAnswered(t, w.serve(dpSigned(t, a, gtNote("third"), "k3")), 429, "rate_limited")
+		gtRows(t, w, 1)
+	})
+}
+
+// TestPlannedWriteRefusalCountsOnce: a write refused by a step of its plan, then admitted on its own,
+// counts once against the writes limit, as a write refused after its admission always did.
+func TestPlannedWriteRefusalCountsOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := newWorld(t, dialect, func(c *sigv1.Config) { c.WritesPerWindow = 2 })
+		a := w.newAgent(t, "counted")
+		r := w.serve(dpSigned(t, a, gtNote("1"), "1", "X-Test-Fail"))
+		testkit.Expect(t, r, 403, "thread_locked")
+		if got := r.Header.Get(sigv1.HeaderRateLimit); !strings.Contains(got, `"writes";r=1;`) {
+			t.Fatalf("the refused write left %q, want one write of two counted", got)
+		}
+		gtExecuted(t, w.serve(dpSigned(t, a, gtNote("2"), "2")))
+		dpGuardAnswered(t, w.serve(dpSigned(t, a, gtNote("3"), "3")), 429, "rate_limited")
+		gtRows(t, w, 1)
+	})
+}
+
+// TestPlannedWriteStoredAnswerFirst: a key whose write is stored answers its stored response, before
+// the route's own refusals (before writing, or by a step of the plan).
+func TestPlannedWriteStoredAnswerFirst(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := newWorld(t, dialect)
+		a := w.newAgent(t, "stored")
+		body := gtNote("x")
+		orig := w.serve(dpSigned(t, a, body, "k"))
+		gtExecuted(t, orig)
+		gtReplayed(t, w.serve(dpSigned(t, a, body, "k", "X-Test-Refuse")), orig)
+		gtReplayed(t, w.serve(dpSigned(t, a, body, "k", "X-Test-Fail")), orig)
+		gtRows(t, w, 1)
+	})
+}
+
+// TestPlannedWriteConcurrentExactBytes (scenario 7, at once): the same signed bytes sent concurrently
+// run once; every other copy is 409 nonce_replayed.
+func TestPlannedWriteConcurrentExactBytes(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := newWorld(t, dialect)
+		a := w.newAgent(t, "copies")
+		body := gtNote("copies")
+		first := dpSigned(t, a, body, "k")
+		results := make([]testkit.Result, 8)
+		var wg sync.WaitGroup
+		for i := range results {
+			req := dpAgain(first, body)
+			wg.Go(func() { results[i] = w.serve(req) })
+		}
+		wg.Wait()
+		ran := 0
+		for _, r := range results {
+			switch {
+			case r.Status == 201:
+				ran++
+			case r.Status == 409 && r.Code == "nonce_replayed":
+			default:
+				t.Fatalf("a copy answered %d %s", r.Status, r.Body)
+			}
+		}
+		if ran != 1 {
+			t.Fatalf("%d copies ran, want 1", ran)
+		}
+		gtRows(t, w, 1)
 	})
 }

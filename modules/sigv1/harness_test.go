@@ -203,8 +203,10 @@ const writePath = "/test/writes"
 
 // plannedPath is the same write as a planned one (database.Write), on a Planned route: the guard
 // leaves its admission to the write. X-Test-Refuse makes it refuse (422) before writing, X-Test-Fail
-// makes its plan fail after the insert (403 with its own code), X-Test-Panic makes it panic before
-// writing; each first sets a header of its own, which a dropped answer must not leak.
+// makes its plan fail after the insert (403 with its own code), X-Test-Broken makes its batch fail
+// with an error (a statement PostgreSQL refuses), X-Test-Panic makes it panic before writing, and
+// X-Test-Cancel makes it cancel the request's context (testCancel) before writing, as a client that
+// leaves. The route first sets a header of its own, which a dropped answer must not leak.
 const plannedPath = "/test/planned"
 
 func (tw *testWrites) routes() []plugin.AgentRoute {
@@ -213,6 +215,9 @@ func (tw *testWrites) routes() []plugin.AgentRoute {
 		{Method: http.MethodPost, Path: plannedPath, Write: true, Planned: true, Handlers: []gin.HandlerFunc{tw.handlePlanned}},
 	}
 }
+
+// testCancel is the context key of the function the planned route calls for X-Test-Cancel.
+type testCancel struct{}
 
 // errTestStep is the refusal of a planned test write's failing step.
 var errTestStep = problem.New(problem.ThreadLocked, "the test write's step refused it")
@@ -231,11 +236,19 @@ func (tw *testWrites) handlePlanned(c *gin.Context) {
 	if c.GetHeader("X-Test-Panic") != "" {
 		panic("test planned write panics before its write")
 	}
+	if cancel, ok := c.Request.Context().Value(testCancel{}).(context.CancelFunc); ok && c.GetHeader("X-Test-Cancel") != "" {
+		cancel()
+		render.Error(c, c.Request.Context().Err())
+		return
+	}
 	p, _ := port.PrincipalFrom(c.Request.Context())
 	status, body, err := database.Write(c.Request.Context(), tw.db, func(plan *port.Plan) (int, any, error) {
 		plan.Exec(1, nil, "INSERT INTO sigv1test_writes (agent_id, note) VALUES (?, ?)", p.AgentID, in.Note)
 		if c.GetHeader("X-Test-Fail") != "" {
 			plan.Refuse(errTestStep)
+		}
+		if c.GetHeader("X-Test-Broken") != "" {
+			plan.Exec(1, nil, "UPDATE sigv1test_no_such_table SET note = ?", in.Note)
 		}
 		return http.StatusCreated, map[string]any{"id": uuid.NewString(), "note": in.Note}, nil
 	})
