@@ -61,9 +61,10 @@
 // the same bytes. On SQLite the same steps run in one transaction.
 //
 // The guard's admission of a signed write (its nonce, limits and Idempotency-Key claim) can go with
-// the write too (port.Admission, for a route declared Planned): Write then puts it first in the batch
-// as a step that checks itself (Step.Checked: its data-modifying CTEs cannot be nested in the usual
-// check), so the whole request commits once. When the batch fails at a later step, the admission runs
+// the write too (port.Admission, for a route declared Planned): Write then puts it first in the plan,
+// on PostgreSQL as a statement that checks itself (Step.Checked: its data-modifying CTEs cannot be
+// nested in the usual check), on SQLite as statements run in the transaction (Step.Run), so the whole
+// request commits once. When the batch fails at a later step, the admission runs
 // on its own before the step is explained: a refused write has still used its nonce.
 package database
 

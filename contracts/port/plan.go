@@ -46,6 +46,10 @@ type Step struct {
 	// than the step expects, and returns Scan's columns followed by one more (the check's). It is for a
 	// statement whose data-modifying CTEs cannot be nested in the check Rows and Cond are made into.
 	Checked bool
+	// Run is the step where a plan runs one statement at a time (SQLite), when it is more than one
+	// statement there: it runs on the plan's transaction and reports whether it found what the step
+	// expects. SQL, Checked, is then its PostgreSQL form.
+	Run func(tx *gorm.DB) (bool, error)
 	// Explain says why the step failed, read on the database after the plan rolled back: the
 	// problem to answer, or nil when nothing is wrong any more (the plan is then built and run again).
 	// A step that cannot fail (an insert after the rows it depends on are locked) may leave it nil;

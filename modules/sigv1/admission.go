@@ -57,14 +57,14 @@ func (ad *Admission) Admit(ctx context.Context, a admission) (admitted, error) {
 	var out admitted
 	err := ad.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
-		out, err = ad.admitSteps(tx, a)
+		out, err = ad.admitSteps(tx, a, uuid.NewString())
 		return err
 	})
 	return out, err
 }
 
-// admitSteps runs the steps one statement each, on tx.
-func (ad *Admission) admitSteps(tx *gorm.DB, a admission) (admitted, error) {
+// admitSteps runs the steps one statement each, on tx, claiming with token.
+func (ad *Admission) admitSteps(tx *gorm.DB, a admission, token string) (admitted, error) {
 	var out admitted
 	var err error
 	if out.fresh, err = recordNonce(tx, a.agentID, a.nonce, a.at); err != nil || !out.fresh || !a.proceed {
@@ -89,7 +89,7 @@ func (ad *Admission) admitSteps(tx *gorm.DB, a admission) (admitted, error) {
 		out.writesRetry = retryAfterSeconds(out.writes.endMS, a.at)
 		return out, nil
 	}
-	out.claim, err = ad.claims.claim(tx, a.agentID, a.key, a.print, a.at)
+	out.claim, err = ad.claims.claim(tx, a.agentID, a.key, a.print, a.at, token)
 	return out, err
 }
 

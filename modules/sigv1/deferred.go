@@ -17,9 +17,9 @@ import (
 	"github.com/svcforum/svc/database"
 )
 
-// deferred is a write's admission left to the write (port.Admission): the first statement of its
-// planned write, so that on PostgreSQL the nonce, the limits, the claim, the write and its stored
-// response are one round trip and one commit. The claim's token is chosen before, so that the write
+// deferred is a write's admission left to the write (port.Admission): the first step of its planned
+// write, so that the nonce, the limits, the claim, the write and its stored response commit together
+// (on PostgreSQL in one round trip; on SQLite in one turn of its one writer). The claim's token is chosen before, so that the write
 // can complete the claim in the same batch. When the plan fails, or the route never writes, the
 // admission runs on its own, as it would have before the route (Guard.leave keeps the route's answer
 // back until then).
@@ -54,9 +54,23 @@ func (d *deferred) AdmitIn(p *port.Plan) bool {
 		return false
 	}
 	d.state = uncertain
-	p.Prepend(port.Step{SQL: admitIn.sql, Vars: admitIn.vars(d.g.admission.params(d.a, d.cl.token)), Checked: true,
+	step := port.Step{SQL: admitIn.sql, Vars: admitIn.vars(d.g.admission.params(d.a, d.cl.token)), Checked: true,
 		Scan:    []any{&d.attemptHits, &d.attemptWindow, &d.writeHits, &d.writeWindow},
-		Explain: func(ctx context.Context, _ *gorm.DB) error { return d.Admit(ctx) }})
+		Explain: func(ctx context.Context, _ *gorm.DB) error { return d.Admit(ctx) }}
+	if p.Dialect() != database.Postgres {
+		// SQLite runs the admission's statements one by one in the write's transaction: one turn
+		// of its one writer for the whole request.
+		step.Run = func(tx *gorm.DB) (bool, error) {
+			adm, err := d.g.admission.admitSteps(tx, d.a, d.cl.token)
+			if err != nil {
+				return false, err
+			}
+			d.attemptHits, d.attemptWindow = d.start(adm.attempts)
+			d.writeHits, d.writeWindow = d.start(adm.writes)
+			return adm.fresh && adm.attemptsRetry == 0 && adm.writesRetry == 0 && adm.claim.outcome == claimed && !adm.claimUndecided, nil
+		}
+	}
+	p.Prepend(step)
 	p.OnCommit(func() {
 		d.state = passed
 		d.adm = admitted{fresh: true, attempts: d.window(d.attemptHits, d.attemptWindow), writes: d.window(d.writeHits, d.writeWindow),
@@ -65,11 +79,21 @@ func (d *deferred) AdmitIn(p *port.Plan) bool {
 	return true
 }
 
+// window is a rate window as the admission's statement returns it: its hits and its start.
 func (d *deferred) window(hits, start *int64) counted {
 	if hits == nil || start == nil {
 		return counted{}
 	}
 	return counted{hits: *hits, endMS: *start + d.a.window.Milliseconds()}
+}
+
+// start is window's inverse, for the admission run statement by statement.
+func (d *deferred) start(w counted) (hits, start *int64) {
+	if w.endMS == 0 {
+		return nil, nil
+	}
+	s := w.endMS - d.a.window.Milliseconds()
+	return &w.hits, &s
 }
 
 // Admit runs the admission on its own (Admission.Admit and Guard.verdict), once.
@@ -186,15 +210,11 @@ func (g *Guard) burn(ctx context.Context, a admission) {
 	}
 }
 
-// leavesAdmission reports whether agentID's planned write may take its admission with it: on
-// PostgreSQL (on SQLite nothing is saved: there is no round trip, and one writer), unless a limit
-// refused the agent in this window. A write a limit refuses would do its work for nothing (its
-// schema, its Markdown, its reads) before the admission refused it; taking the admission first
-// keeps a refused write as cheap as its admission.
+// leavesAdmission reports whether agentID's planned write may take its admission with it: unless the
+// admission refused one of the agent's writes lately (throttle). Such a write would do its work for
+// nothing (its schema, its Markdown, its reads) before the admission refused it; taking the admission
+// first keeps a refused write as cheap as its admission.
 func (g *Guard) leavesAdmission(agentID string, now time.Time) bool {
-	if database.Dialect(g.claims.db) != database.Postgres {
-		return false
-	}
 	if until, ok := g.throttled.agents.Load(agentID); ok {
 		if now.UnixMilli() < until.(int64) {
 			return false

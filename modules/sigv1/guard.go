@@ -3,7 +3,6 @@ package sigv1
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"io"
 	"log/slog"
@@ -109,8 +108,7 @@ func (g *Guard) Handle(c *gin.Context) {
 		g.authFailed(c, problem.Newf(problem.UnknownKey, "No key with this %s is registered to the agent of %s.", HeaderKeyID, HeaderAgentID))
 		return
 	}
-	pub, err := base64.StdEncoding.DecodeString(id.PublicKey)
-	if err != nil || !Verify(pub, env) {
+	if !id.verifies(env) {
 		g.authFailed(c, problem.New(problem.SignatureMismatch, "The signature does not verify over the canonical string of this request (method, raw target, headers and SHA-256 of the raw body)."))
 		return
 	}
@@ -279,8 +277,7 @@ func (g *Guard) burnFutureNonce(ctx context.Context, env Envelope, now time.Time
 	if err != nil || !found {
 		return
 	}
-	pub, err := base64.StdEncoding.DecodeString(id.PublicKey)
-	if err != nil || !Verify(pub, env) {
+	if !id.verifies(env) {
 		return
 	}
 	at := time.Unix(ts, 0)

@@ -60,7 +60,7 @@ type claimResult struct {
 // lease has run out, or a stored response older than ResponseTTL is taken; otherwise the existing
 // claim decides (replay, conflict, in flight).
 func (cs *Claims) Claim(ctx context.Context, agentID, key, fingerprint string, now time.Time) (claimResult, error) {
-	return cs.claim(cs.db.WithContext(ctx), agentID, key, fingerprint, now)
+	return cs.claim(cs.db.WithContext(ctx), agentID, key, fingerprint, now, uuid.NewString())
 }
 
 // claimSet is the claim's takeover of an existing row: only a running claim whose lease ended, or a
@@ -71,10 +71,9 @@ const claimSet = `fingerprint = excluded.fingerprint, token = excluded.token,
   WHERE (sigv1_idempotency.state = 'running' AND sigv1_idempotency.lease_ms <= @claim_expired)
      OR (sigv1_idempotency.state = 'done' AND sigv1_idempotency.created_ms <= @claim_stale)`
 
-// claim is Claim on db, which may be a transaction.
-func (cs *Claims) claim(db *gorm.DB, agentID, key, fingerprint string, now time.Time) (claimResult, error) {
+// claim is Claim on db, which may be a transaction, holding the claim with token.
+func (cs *Claims) claim(db *gorm.DB, agentID, key, fingerprint string, now time.Time, token string) (claimResult, error) {
 	nowMS := now.UnixMilli()
-	token := uuid.NewString()
 	// The row can vanish between a refused claim and its read (its request failed and released it):
 	// then claim again.
 	for range 3 {

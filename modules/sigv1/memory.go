@@ -179,6 +179,7 @@ func (m *Memory) refreshOnce(ctx context.Context) error {
 			return fmt.Errorf("read keys: %w", err)
 		}
 		for _, id := range ids {
+			id.checkKey()
 			next.keys[id.KeyID] = id
 		}
 		return nil

@@ -2,6 +2,8 @@ package sigv1
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"regexp"
@@ -140,6 +142,26 @@ type identity struct {
 	AgentState string
 	OrgID      string
 	Handle     string
+	key        ed25519.PublicKey // PublicKey decoded and point-checked (checkKey); nil until then
+}
+
+// checkKey decodes the key and keeps it when a signature may be verified with it (32 bytes,
+// canonical, not of small order); the memory does it once per key it loads.
+func (id *identity) checkKey() {
+	if pub, err := base64.StdEncoding.DecodeString(id.PublicKey); err == nil && len(pub) == ed25519.PublicKeySize && checkPoint(pub) == nil {
+		id.key = pub
+	}
+}
+
+// verifies reports whether env's signature verifies with the key.
+func (id identity) verifies(env Envelope) bool {
+	if id.key == nil {
+		id.checkKey()
+		if id.key == nil {
+			return false
+		}
+	}
+	return verifyWithChecked(id.key, env)
 }
 
 // lookup returns the key keyID of agent agentID with its agent; ok is false when there is no such key
