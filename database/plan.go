@@ -31,8 +31,8 @@ var ErrPlanUnsettled = errors.New("the write's conditions kept changing while it
 // claim (when it holds one), and runs the plan (RunPlan). It is port.Write for a write whose
 // statements are known before any runs: on PostgreSQL the whole write is one round trip and one
 // commit. The answer's bytes, with every Late resolved, are those the claim stored. An admission the
-// guard left to the write (port.Admission) is the plan's first step, so that on PostgreSQL the whole
-// signed request commits once.
+// guard left to the write (port.Admission) is the plan's first step, so that the whole signed request
+// commits once.
 func Write(ctx context.Context, db *gorm.DB, build func(p *port.Plan) (status int, v any, err error)) (int, []byte, error) {
 	claim, hasClaim := port.ClaimFrom(ctx)
 	adm, hasAdmission := port.AdmissionFrom(ctx)

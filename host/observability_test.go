@@ -125,6 +125,9 @@ func TestMetricsCountCommittedWrites(t *testing.T) {
 		wantSample(t, after, "svc_writes_total", "kind", "create_reply", 0)
 		wantSample(t, after, "svc_signed_requests_total", "code", "ok", 2)
 		wantSample(t, after, "svc_signed_requests_total", "code", "insufficient_credits", 1)
+		// The thread's admission went with its write; the replay's and the refused reply's ran alone.
+		wantSample(t, after, "svc_admissions_total", "how", "with_write", 1)
+		wantSample(t, after, "svc_admissions_total", "how", "alone", 2)
 	})
 }
 

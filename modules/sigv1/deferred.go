@@ -17,9 +17,9 @@ import (
 	"github.com/svcforum/svc/database"
 )
 
-// deferred is a write's admission left to the write (port.Admission): the first step of its planned
-// write, so that the nonce, the limits, the claim, the write and its stored response commit together
-// (on PostgreSQL in one round trip; on SQLite in one turn of its one writer). The claim's token is chosen before, so that the write
+// deferred is a write's admission left to the write (port.Admission): the first step of its
+// planned write, so that the nonce, the limits, the claim, the write and its stored response
+// commit together (on PostgreSQL in one round trip; on SQLite in one turn of its one writer). The claim's token is chosen before, so that the write
 // can complete the claim in the same batch. When the plan fails, or the route never writes, the
 // admission runs on its own, as it would have before the route (Guard.leave keeps the route's answer
 // back until then).
@@ -54,10 +54,11 @@ func (d *deferred) AdmitIn(p *port.Plan) bool {
 		return false
 	}
 	d.state = uncertain
-	step := port.Step{SQL: admitIn.sql, Vars: admitIn.vars(d.g.admission.params(d.a, d.cl.token)), Checked: true,
-		Scan:    []any{&d.attemptHits, &d.attemptWindow, &d.writeHits, &d.writeWindow},
-		Explain: func(ctx context.Context, _ *gorm.DB) error { return d.Admit(ctx) }}
-	if p.Dialect() != database.Postgres {
+	step := port.Step{Explain: func(ctx context.Context, _ *gorm.DB) error { return d.Admit(ctx) }}
+	if p.Dialect() == database.Postgres {
+		step.SQL, step.Vars, step.Checked = admitIn.sql, admitIn.vars(d.g.admission.params(d.a, d.cl.token)), true
+		step.Scan = []any{&d.attemptHits, &d.attemptWindow, &d.writeHits, &d.writeWindow}
+	} else {
 		// SQLite runs the admission's statements one by one in the write's transaction: one turn
 		// of its one writer for the whole request.
 		step.Run = func(tx *gorm.DB) (bool, error) {
@@ -67,11 +68,13 @@ func (d *deferred) AdmitIn(p *port.Plan) bool {
 			}
 			d.attemptHits, d.attemptWindow = d.start(adm.attempts)
 			d.writeHits, d.writeWindow = d.start(adm.writes)
-			return adm.fresh && adm.attemptsRetry == 0 && adm.writesRetry == 0 && adm.claim.outcome == claimed && !adm.claimUndecided, nil
+			// Admitted only with the key claimed by this request (its claim, not a zero outcome).
+			return adm.fresh && adm.attemptsRetry == 0 && adm.writesRetry == 0 && adm.claim.outcome == claimed && adm.claim.claim != nil, nil
 		}
 	}
 	p.Prepend(step)
 	p.OnCommit(func() {
+		d.g.metrics.admissions.WithLabelValues(admittedWithWrite).Inc()
 		d.state = passed
 		d.adm = admitted{fresh: true, attempts: d.window(d.attemptHits, d.attemptWindow), writes: d.window(d.writeHits, d.writeWindow),
 			claim: claimResult{outcome: claimed, claim: d.cl}}
@@ -104,7 +107,7 @@ func (d *deferred) Admit(ctx context.Context) error {
 	case refused:
 		return d.ans
 	}
-	adm, err := d.g.admission.Admit(ctx, d.a)
+	adm, err := d.g.admit(ctx, d.a)
 	if err != nil {
 		d.state = uncertain
 		return err

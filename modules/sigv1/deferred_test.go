@@ -51,10 +51,21 @@ func dpGuardAnswered(t testing.TB, r testkit.Result, status int, code string) {
 	}
 }
 
-// TestPlannedWriteAdmission (scenarios 7, 18, 19 on a Planned route): a write runs once and answers
-// with its limits; its exact bytes again are 409 nonce_replayed; the same key and body with a new
-// nonce replay the stored answer byte for byte; a different body with the key is 409
-// idempotency_key_conflict.
+// dpAdmissions fails unless the node's guard recorded withWrite admissions in their writes'
+// transactions and alone on their own (svc_admissions_total).
+func dpAdmissions(t testing.TB, n *node, withWrite, alone float64) {
+	t.Helper()
+	got := testkit.Counters(t, n.guard.Metrics())
+	if w, a := got[`svc_admissions_total{how="with_write"}`], got[`svc_admissions_total{how="alone"}`]; w != withWrite || a != alone {
+		t.Fatalf("admissions: %v with their write and %v alone, want %v and %v", w, a, withWrite, alone)
+	}
+}
+
+// TestPlannedWriteAdmission (scenarios 7, 18, 19 on a Planned route): a write runs once, its admission
+// recorded in the write's own transaction, and answers with its limits; its exact bytes again are 409
+// nonce_replayed; the same key and body with a new nonce replay the stored answer byte for byte; a
+// different body with the key is 409 idempotency_key_conflict. Each refusal's admission is recorded
+// on its own.
 func TestPlannedWriteAdmission(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
@@ -63,6 +74,7 @@ func TestPlannedWriteAdmission(t *testing.T) {
 		first := dpSigned(t, a, body, "k")
 		orig := w.serve(first)
 		gtExecuted(t, orig)
+		dpAdmissions(t, w.node, 1, 0)
 		if p := orig.Header.Get(sigv1.HeaderRateLimitPolicy); !strings.Contains(p, `"writes"`) || orig.Header.Get(sigv1.HeaderRateLimit) == "" {
 			t.Fatalf("a planned write's answer states no writes limit: %q / %q", p, orig.Header.Get(sigv1.HeaderRateLimit))
 		}
@@ -71,6 +83,7 @@ func TestPlannedWriteAdmission(t *testing.T) {
 		gtReplayed(t, newNode(t, w.db, w.clock).serve(dpSigned(t, a, body, "k")), orig)
 		dpGuardAnswered(t, w.serve(dpSigned(t, a, gtNote("other"), "k")), 409, "idempotency_key_conflict")
 		gtRows(t, w, 1)
+		dpAdmissions(t, w.node, 1, 3) // the replay, the stored answer and the conflict
 	})
 }
 

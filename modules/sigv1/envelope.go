@@ -221,7 +221,7 @@ func verifyMessage(pub ed25519.PublicKey, msg, sig []byte) bool {
 	return ed25519.Verify(pub, msg, sig)
 }
 
-// verifyWithChecked is Verify with a key that passed the point check already (identity.verifiedKey):
+// verifyWithChecked is Verify with a key that passed the point check already (identity.checkKey):
 // the guard's memory checks each key once, when it loads it, not on every request.
 func verifyWithChecked(pub ed25519.PublicKey, env Envelope) bool {
 	f := env.fields()

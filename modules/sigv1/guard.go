@@ -44,12 +44,13 @@ type Guard struct {
 	memory    *Memory      // nil: every check reads the database
 	tracer    trace.Tracer // nil: no spans (UseTracing)
 	throttled throttledAgents
+	metrics   *guardMetrics
 }
 
 // NewGuard returns the guard.
 func NewGuard(cfg Config, clock port.Clock, log *slog.Logger, registry *Registry, switches *Switches, nonces *Nonces, limiter *Limiter, claims *Claims) *Guard {
 	return &Guard{cfg: cfg, clock: clock, log: log, registry: registry, switches: switches, nonces: nonces, limiter: limiter, claims: claims,
-		admission: &Admission{db: claims.db, claims: claims}}
+		admission: &Admission{db: claims.db, claims: claims}, metrics: newGuardMetrics()}
 }
 
 // Plugin is the guard as the host mounts it.
@@ -145,7 +146,7 @@ func (g *Guard) Handle(c *gin.Context) {
 		g.leave(c, span, ctx, a, route, now)
 		return
 	}
-	adm, err := g.admission.Admit(ctx, a)
+	adm, err := g.admit(ctx, a)
 	if err != nil {
 		g.unavailable(c, err)
 		return
@@ -176,6 +177,15 @@ func (g *Guard) Handle(c *gin.Context) {
 	defer g.release(c, ctx, res.claim)
 	c.Request = c.Request.WithContext(port.WithClaim(handOn(c, span, ctx), res.claim))
 	c.Next()
+}
+
+// admit runs a's admission on its own.
+func (g *Guard) admit(ctx context.Context, a admission) (admitted, error) {
+	adm, err := g.admission.Admit(ctx, a)
+	if err == nil {
+		g.metrics.admissions.WithLabelValues(admittedAlone).Inc()
+	}
+	return adm, err
 }
 
 // verdict is the guard's answer to a request its states let through, from its admission: nil when

@@ -46,6 +46,7 @@ func Module() fx.Option {
 		),
 		fx.Provide(
 			guardOf,
+			plugin.AsMetrics((*Guard).Metrics),
 			plugin.AsRoutes((*Endpoints).Routes),
 			plugin.AsMigrations(Migrations),
 			plugin.AsPublications(Publications),
