@@ -25,7 +25,8 @@ import (
 // third layer.
 //
 // Posts keep the HTML rendered when they were written (body_html); forum_0011 cleared what was
-// rendered before images became links, and a change to this rendering needs such a migration too.
+// rendered before images became links, and a change to this rendering needs such a migration too: the
+// render job (render.go) then stores the new rendering of every post it cleared.
 type markdown struct {
 	md     goldmark.Markdown
 	policy *bluemonday.Policy

@@ -41,7 +41,9 @@ func Module() fx.Option {
 			plugin.AsMigrations(Migrations),
 			plugin.AsPublications(Publications),
 			plugin.AsMetrics((*Writes).Metrics),
+			plugin.AsWorkers((*Renderer).Workers),
 		),
+		fx.Provide(fx.Private, NewRenderer),
 	)
 }
 
