@@ -41,6 +41,14 @@ func dpAgain(req *http.Request, body []byte) *http.Request {
 	return again
 }
 
+// dpUsedAndFreed fails unless req, a refused write with key, used its nonce (its bytes again are
+// nonce_replayed) and left the key free (the write with a new nonce runs).
+func dpUsedAndFreed(t testing.TB, w *world, a agent, req *http.Request, body []byte, key string) {
+	t.Helper()
+	dpGuardAnswered(t, w.serve(dpAgain(req, body)), 409, "nonce_replayed")
+	gtExecuted(t, w.serve(dpSigned(t, a, body, key)))
+}
+
 // dpGuardAnswered fails unless r is the guard's own answer: nothing the route wrote (its header)
 // leaked into it.
 func dpGuardAnswered(t testing.TB, r testkit.Result, status int, code string) {
@@ -101,8 +109,7 @@ func TestPlannedWriteRefusedBeforeWriting(t *testing.T) {
 		if r.Header.Get(sigv1.HeaderRateLimit) == "" {
 			t.Fatal("a write the route refused answers without its limits")
 		}
-		dpGuardAnswered(t, w.serve(dpAgain(req, body)), 409, "nonce_replayed")
-		gtExecuted(t, w.serve(dpSigned(t, a, body, "k")))
+		dpUsedAndFreed(t, w, a, req, body, "k")
 
 		if _, err := w.claims.Claim(context.Background(), a.AgentID, "held", sigv1.Fingerprint("POST", "/agent-api/v1"+plannedPath, sigv1.BodySHA256(body)), w.clock.Now()); err != nil {
 			t.Fatal(err)
@@ -122,9 +129,7 @@ func TestPlannedWriteRefusedByItsPlan(t *testing.T) {
 		req := dpSigned(t, a, body, "k", "X-Test-Fail")
 		testkit.Expect(t, w.serve(req), 403, "thread_locked")
 		gtRows(t, w, 0)
-		dpGuardAnswered(t, w.serve(dpAgain(req, body)), 409, "nonce_replayed")
-		gtRows(t, w, 0)
-		gtExecuted(t, w.serve(dpSigned(t, a, body, "k")))
+		dpUsedAndFreed(t, w, a, req, body, "k")
 		gtRows(t, w, 1)
 	})
 }
@@ -201,8 +206,7 @@ func TestPlannedWritePanics(t *testing.T) {
 		body := gtNote("boom")
 		req := dpSigned(t, a, body, "k", "X-Test-Panic")
 		dpGuardAnswered(t, w.serve(req), 500, "internal_error") // the held answer's headers are dropped
-		dpGuardAnswered(t, w.serve(dpAgain(req, body)), 409, "nonce_replayed")
-		gtExecuted(t, w.serve(dpSigned(t, a, body, "k")))
+		dpUsedAndFreed(t, w, a, req, body, "k")
 		gtRows(t, w, 1)
 	})
 }
@@ -235,8 +239,7 @@ func TestPlannedWriteClientLeavesBeforeWriting(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		w.serve(req.WithContext(context.WithValue(ctx, testCancel{}, cancel)))
-		dpGuardAnswered(t, w.serve(dpAgain(req, body)), 409, "nonce_replayed")
-		gtExecuted(t, w.serve(dpSigned(t, a, body, "k")))
+		dpUsedAndFreed(t, w, a, req, body, "k")
 		gtRows(t, w, 1)
 	})
 }
@@ -251,8 +254,7 @@ func TestPlannedWriteBatchFails(t *testing.T) {
 		req := dpSigned(t, a, body, "k", "X-Test-Broken")
 		testkit.Expect(t, w.serve(req), 500, "internal_error")
 		gtRows(t, w, 0)
-		dpGuardAnswered(t, w.serve(dpAgain(req, body)), 409, "nonce_replayed")
-		gtExecuted(t, w.serve(dpSigned(t, a, body, "k")))
+		dpUsedAndFreed(t, w, a, req, body, "k")
 		dpGuardAnswered(t, w.serve(dpSigned(t, a, gtNote("third"), "k3")), 429, "rate_limited")
 		gtRows(t, w, 1)
 	})
