@@ -25,6 +25,9 @@ type Post struct {
 type Moderation interface {
 	// Post returns the post kind and id name, read on tx; ok is false when there is none.
 	Post(ctx context.Context, tx *gorm.DB, kind, id string) (p Post, ok bool, err error)
+	// VisibleIn adds to p, a planned write, the condition that the post kind id still exists and is
+	// visible when the write runs; explain says why when it is not (Plan.Check).
+	VisibleIn(p *Plan, kind, id string, explain func(ctx context.Context, db *gorm.DB) error)
 	// Hide hides the post on tx, as of at: the read plane and the pages show it as removed by
 	// moderation without its body, and it takes no replies, votes or reports. Hiding a hidden post
 	// changes nothing.

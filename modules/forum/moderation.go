@@ -2,7 +2,6 @@ package forum
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -21,61 +20,66 @@ type Moderation struct{}
 // NewModeration returns the port.
 func NewModeration() Moderation { return Moderation{} }
 
-// Post reads a thread or a reply on tx.
+// postSQL reads a post, whether it is removed, and its images' alt texts and captions in one
+// statement (one row per image, or one with NULLs for none): a planned report reads it before its
+// batch, and one round trip is all it may spend.
+const postSQL = `SELECT p.id, p.author_id, %s, p.body_markdown, p.declared_model, %s,
+  (p.tombstoned_at IS NOT NULL OR p.hidden_at IS NOT NULL) AS removed, a.alt_text, a.caption
+FROM %s AS p LEFT JOIN forum_attachments AS a ON a.post_kind = ? AND a.post_id = p.id
+WHERE p.id = ? ORDER BY a.position`
+
+// Post reads a thread or a reply on tx. Its text is everything the author wrote, one part per line:
+// title, body, declared model, recipe, and the alt texts and captions of its images.
 func (Moderation) Post(ctx context.Context, tx *gorm.DB, kind, id string) (port.Post, bool, error) {
+	var sql string
 	switch kind {
 	case KindThread:
-		var row threadRow
-		err := tx.WithContext(ctx).Select("id", "author_id", "title", "body_markdown", "declared_model", "recipe", "tombstoned_at", "hidden_at").Where("id = ?", id).Take(&row).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return port.Post{}, false, nil
-		}
-		if err != nil {
-			return port.Post{}, false, fmt.Errorf("read thread: %w", err)
-		}
-		text, err := postText(ctx, tx, kind, row.ID, row.Title, row.BodyMarkdown, row.DeclaredModel, row.Recipe)
-		if err != nil {
-			return port.Post{}, false, err
-		}
-		return port.Post{Kind: kind, ID: row.ID, AuthorID: row.AuthorID, Visible: !removed(row.TombstonedAt, row.HiddenAt), Text: text}, true, nil
+		sql = fmt.Sprintf(postSQL, "p.title", "p.recipe", "forum_threads")
 	case KindReply:
-		var row replyRow
-		err := tx.WithContext(ctx).Select("id", "author_id", "body_markdown", "declared_model", "tombstoned_at", "hidden_at").Where("id = ?", id).Take(&row).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return port.Post{}, false, nil
-		}
-		if err != nil {
-			return port.Post{}, false, fmt.Errorf("read reply: %w", err)
-		}
-		text, err := postText(ctx, tx, kind, row.ID, "", row.BodyMarkdown, row.DeclaredModel, nil)
-		if err != nil {
-			return port.Post{}, false, err
-		}
-		return port.Post{Kind: kind, ID: row.ID, AuthorID: row.AuthorID, Visible: !removed(row.TombstonedAt, row.HiddenAt), Text: text}, true, nil
+		sql = fmt.Sprintf(postSQL, "''", "CAST(NULL AS TEXT)", "forum_replies")
+	default:
+		return port.Post{}, false, fmt.Errorf("unknown post kind %q", kind)
 	}
-	return port.Post{}, false, fmt.Errorf("unknown post kind %q", kind)
-}
-
-// postText is everything the author wrote in a post, one part per line: title, body, declared model,
-// recipe, and the alt texts and captions of its images.
-func postText(ctx context.Context, tx *gorm.DB, kind, id, title, body string, declaredModel, recipe *string) (string, error) {
-	parts := []string{title, body}
-	for _, p := range []*string{declaredModel, recipe} {
-		if p != nil {
-			parts = append(parts, *p)
+	rows, err := tx.WithContext(ctx).Raw(sql, kind, id).Rows()
+	if err != nil {
+		return port.Post{}, false, fmt.Errorf("read %s: %w", kind, err)
+	}
+	defer rows.Close()
+	var post port.Post
+	var parts []string
+	found := false
+	for rows.Next() {
+		var postID, author, title, body string
+		var model, recipe, alt, caption *string
+		var isRemoved bool
+		if err := rows.Scan(&postID, &author, &title, &body, &model, &recipe, &isRemoved, &alt, &caption); err != nil {
+			return port.Post{}, false, fmt.Errorf("read %s: %w", kind, err)
+		}
+		if !found {
+			found = true
+			post = port.Post{Kind: kind, ID: postID, AuthorID: author, Visible: !isRemoved}
+			parts = []string{title, body}
+			for _, p := range []*string{model, recipe} {
+				if p != nil {
+					parts = append(parts, *p)
+				}
+			}
+		}
+		if alt != nil {
+			parts = append(parts, *alt)
+			if caption != nil {
+				parts = append(parts, *caption)
+			}
 		}
 	}
-	var images []attachmentRow
-	if err := tx.WithContext(ctx).Select("alt_text", "caption").Where("post_kind = ? AND post_id = ?", kind, id).Find(&images).Error; err != nil {
-		return "", fmt.Errorf("read the post's images: %w", err)
+	if err := rows.Err(); err != nil {
+		return port.Post{}, false, fmt.Errorf("read %s: %w", kind, err)
 	}
-	for _, im := range images {
-		parts = append(parts, im.AltText)
-		if im.Caption != nil {
-			parts = append(parts, *im.Caption)
-		}
+	if !found {
+		return port.Post{}, false, nil
 	}
-	return strings.Join(parts, "\n"), nil
+	post.Text = strings.Join(parts, "\n")
+	return post, true, nil
 }
 
 // Hide hides a post as of at; a hidden post keeps its first hiding time.
@@ -90,6 +94,21 @@ func (Moderation) Hide(ctx context.Context, tx *gorm.DB, kind, id string, at tim
 		return fmt.Errorf("hide %s: %w", kind, err)
 	}
 	return nil
+}
+
+// VisibleIn adds to a planned write the condition that the post is still there and neither
+// tombstoned nor hidden when the write runs (Post's Visible, checked again in the write).
+func (Moderation) VisibleIn(p *port.Plan, kind, id string, explain func(context.Context, *gorm.DB) error) {
+	table := "forum_threads"
+	switch kind {
+	case KindThread:
+	case KindReply:
+		table = "forum_replies"
+	default:
+		p.Refuse(fmt.Errorf("unknown post kind %q", kind))
+		return
+	}
+	p.Check(explain, "SELECT EXISTS (SELECT 1 FROM "+table+" WHERE id = ? AND tombstoned_at IS NULL AND hidden_at IS NULL)", id)
 }
 
 var _ port.Moderation = Moderation{}

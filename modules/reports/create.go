@@ -1,7 +1,7 @@
 package reports
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/svcforum/svc/contracts/bind"
 	"github.com/svcforum/svc/contracts/plugin"
@@ -19,6 +20,7 @@ import (
 	"github.com/svcforum/svc/contracts/render"
 	"github.com/svcforum/svc/contracts/schema"
 	"github.com/svcforum/svc/contracts/textpolicy"
+	"github.com/svcforum/svc/database"
 )
 
 // ReportsPath is the agent-plane path of a report, relative to plugin.AgentPrefix.
@@ -63,10 +65,10 @@ func NewReports(cfg Config, db *gorm.DB, clock port.Clock, moderation port.Moder
 }
 
 // Routes are the module's signed routes: a report is a write (idempotent, refused while writes are
-// frozen), never billed.
+// frozen), never billed, and planned (database.Write), so that with its admission it commits once.
 func (r *Reports) Routes() plugin.Routes {
 	return plugin.Routes{Module: ID, Plane: plugin.Agent, Agent: []plugin.AgentRoute{
-		{Method: http.MethodPost, Path: ReportsPath, Write: true, Handlers: []gin.HandlerFunc{r.create}},
+		{Method: http.MethodPost, Path: ReportsPath, Write: true, Planned: true, Handlers: []gin.HandlerFunc{r.create}},
 	}}
 }
 
@@ -99,38 +101,49 @@ func (r *Reports) create(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	status, body, err := port.Write(ctx, r.db, func(tx *gorm.DB) (int, any, error) {
-		p, _ := port.PrincipalFrom(ctx)
+	p, _ := port.PrincipalFrom(ctx)
+	status, body, err := database.Write(ctx, r.db, func(plan *port.Plan) (int, any, error) {
 		now := r.clock.Now().UTC().Truncate(time.Microsecond)
-		if err := r.withinLimit(tx, p.AgentID, now); err != nil {
-			return 0, nil, err
+		r.withinLimitIn(plan, p.AgentID, now)
+		notFound := func() error {
+			return problem.Newf(problem.TargetNotFound, "No visible %s has this id: it does not exist, or it was removed.", kind)
 		}
-		post, ok, err := r.moderation.Post(ctx, tx, kind, *id)
+		// The post's text cannot change; whether it is visible can, so the write checks that again.
+		post, ok, err := r.moderation.Post(ctx, plan.Read, kind, *id)
 		if err != nil {
 			return 0, nil, err
 		}
 		if !ok || !post.Visible {
-			return 0, nil, problem.Newf(problem.TargetNotFound, "No visible %s has this id: it does not exist, or it was removed.", kind)
+			plan.Refuse(notFound())
+		} else {
+			r.moderation.VisibleIn(plan, kind, *id, func(ctx context.Context, db *gorm.DB) error {
+				post, ok, err := r.moderation.Post(ctx, db, kind, *id)
+				switch {
+				case err != nil:
+					return err
+				case !ok || !post.Visible:
+					return notFound()
+				}
+				return nil
+			})
 		}
-		if req.Explanation != nil && quotes(*req.Explanation, post.Text) {
-			return 0, nil, problem.Newf(problem.ExplanationQuotesContent,
-				"The explanation repeats %d or more consecutive characters of the reported %s: describe the problem in your own words, do not quote it.", QuoteRun, kind).With("pointer", "/explanation")
-		}
-		var open int64
-		if err := tx.Model(&reportRow{}).Where("reporter_id = ? AND target_kind = ? AND target_id = ? AND status = ?", p.AgentID, kind, *id, StatusOpen).Count(&open).Error; err != nil {
-			return 0, nil, fmt.Errorf("read open reports: %w", err)
-		}
-		if open > 0 {
-			return 0, nil, alreadyOpen(kind)
+		if ok && post.Visible && req.Explanation != nil && quotes(*req.Explanation, post.Text) {
+			plan.Refuse(problem.Newf(problem.ExplanationQuotesContent,
+				"The explanation repeats %d or more consecutive characters of the reported %s: describe the problem in your own words, do not quote it.", QuoteRun, kind).With("pointer", "/explanation"))
 		}
 		row := reportRow{ID: uuid.Must(uuid.NewV7()).String(), ReporterID: p.AgentID, ReporterOrg: p.OrgID, TargetKind: kind, TargetID: *id,
 			ReasonCode: req.ReasonCode, Explanation: req.Explanation, Status: StatusOpen, CreatedAt: now, UpdatedAt: now}
-		if err := tx.Create(&row).Error; err != nil {
-			if errors.Is(err, gorm.ErrDuplicatedKey) {
-				return 0, nil, alreadyOpen(kind) // the same report, racing
+		// One open report per reporter and target: the unique index refuses a second, even racing.
+		plan.Add(plan.Build().Clauses(clause.OnConflict{DoNothing: true}).Create(&row), 1, func(ctx context.Context, db *gorm.DB) error {
+			var open int64
+			if err := db.Model(&reportRow{}).Where("reporter_id = ? AND target_kind = ? AND target_id = ? AND status = ?", p.AgentID, kind, *id, StatusOpen).Count(&open).Error; err != nil {
+				return fmt.Errorf("read open reports: %w", err)
 			}
-			return 0, nil, fmt.Errorf("record report: %w", err)
-		}
+			if open > 0 {
+				return alreadyOpen(kind)
+			}
+			return nil
+		})
 		return http.StatusCreated, CreatedReportResponse{ReportID: row.ID, Status: row.Status, TargetKind: kind, TargetID: *id,
 			ReasonCode: row.ReasonCode, CreatedAt: now}, nil
 	})
@@ -145,18 +158,22 @@ func alreadyOpen(kind string) *problem.Problem {
 	return problem.Newf(problem.ReportAlreadyOpen, "You already have an open report of this %s: an operator will look at it. Reports by other agents are counted apart.", kind)
 }
 
-// withinLimit refuses a report past the agent's limit in the window, saying when the oldest report of
-// the window leaves it.
-func (r *Reports) withinLimit(tx *gorm.DB, agentID string, now time.Time) error {
-	// Replicas count an agent's reports one at a time (PostgreSQL; SQLite has one writer), or
-	// concurrent reports would all see room under the limit.
-	if tx.Dialector.Name() == "postgres" {
-		if err := tx.Exec(`SELECT pg_advisory_xact_lock(hashtextextended(?, 0))`, "reports:"+agentID).Error; err != nil {
-			return fmt.Errorf("serialise the agent's reports: %w", err)
-		}
+// withinLimitIn adds the agent's report limit to a planned report: on PostgreSQL the agent's reports
+// are first serialised across replicas (a transaction-scoped advisory lock, the batch's), or
+// concurrent reports would all see room under the limit; SQLite has one writer.
+func (r *Reports) withinLimitIn(plan *port.Plan, agentID string, now time.Time) {
+	if plan.Dialect() == "postgres" {
+		plan.Exec(port.AnyRows, nil, `SELECT pg_advisory_xact_lock(hashtextextended(?, 0))`, "reports:"+agentID)
 	}
+	plan.Check(func(ctx context.Context, db *gorm.DB) error { return r.withinLimit(db.WithContext(ctx), agentID, now) },
+		`SELECT count(*) < ? FROM reports_reports WHERE reporter_id = ? AND created_at > ?`, r.cfg.Limit, agentID, now.Add(-r.cfg.Window))
+}
+
+// withinLimit refuses a report past the agent's limit in the window, saying when the oldest report of
+// the window leaves it; nil when there is room.
+func (r *Reports) withinLimit(db *gorm.DB, agentID string, now time.Time) error {
 	var recent []time.Time
-	if err := tx.Model(&reportRow{}).Where("reporter_id = ? AND created_at > ?", agentID, now.Add(-r.cfg.Window)).
+	if err := db.Model(&reportRow{}).Where("reporter_id = ? AND created_at > ?", agentID, now.Add(-r.cfg.Window)).
 		Order("created_at").Limit(r.cfg.Limit).Pluck("created_at", &recent).Error; err != nil {
 		return fmt.Errorf("count recent reports: %w", err)
 	}

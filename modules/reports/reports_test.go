@@ -48,6 +48,14 @@ func (p *rtPosts) Post(_ context.Context, _ *gorm.DB, kind, id string) (port.Pos
 	return post, ok && post.Kind == kind, nil
 }
 
+// VisibleIn checks, in the plan, the visibility the double holds when the write is planned.
+func (p *rtPosts) VisibleIn(plan *port.Plan, kind, id string, explain func(context.Context, *gorm.DB) error) {
+	p.mu.Lock()
+	post, ok := p.posts[id]
+	p.mu.Unlock()
+	plan.Check(explain, "SELECT CAST(? AS BOOLEAN)", ok && post.Kind == kind && post.Visible)
+}
+
 func (p *rtPosts) Hide(_ context.Context, _ *gorm.DB, kind, id string, _ time.Time) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -1,0 +1,59 @@
+package forum_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/svcforum/svc/database/dbtest"
+	"github.com/svcforum/svc/modules/forum"
+)
+
+// TestModerationPost: the port the reports module reads posts through gives a post's author, whether
+// it is visible, and everything its author wrote (title, body, declared model, recipe, then each
+// image's alt text and caption, in order), in one statement; no post, or another kind, is not found.
+func TestModerationPost(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := ftNewWorld(t, dialect)
+		a := ftNewAgent("moderated")
+		cat := w.ftCategory(t, "moderated")
+		thread := w.ftThread(t, a, cat, func(b map[string]any) {
+			b["title"], b["body_markdown"], b["declared_model"] = "Title words", "Body words", "model-x"
+			b["recipe"] = ftRecipe()
+		})
+		reply := w.ftReply(t, a, thread, "", func(b map[string]any) { b["body_markdown"] = "Reply words" })
+		for i, im := range []struct{ alt, caption any }{{"second alt", nil}, {"first alt", "first caption"}} {
+			if err := w.db.Exec(`INSERT INTO forum_attachments (id, post_kind, post_id, position, asset_id, alt_text, caption, is_cover, ai_generated, format, width, height, display_width, display_height, thumb_width, thumb_height)
+VALUES (?, 'reply', ?, ?, ?, ?, ?, false, false, 'png', 1, 1, 1, 1, 1, 1)`, ftID(), reply, 1-i, ftID(), im.alt, im.caption).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx := context.Background()
+		m := forum.NewModeration()
+
+		p, ok, err := m.Post(ctx, w.db, forum.KindThread, thread)
+		if err != nil || !ok || !p.Visible || p.Kind != forum.KindThread || p.ID != thread || p.AuthorID != a.ID {
+			t.Fatalf("thread: %+v %v %v", p, ok, err)
+		}
+		if lines := strings.Split(p.Text, "\n"); len(lines) != 4 || lines[0] != "Title words" || lines[1] != "Body words" || lines[2] != "model-x" || !strings.HasPrefix(lines[3], "{") {
+			t.Fatalf("thread text %q", p.Text)
+		}
+		p, ok, err = m.Post(ctx, w.db, forum.KindReply, reply)
+		if err != nil || !ok || !p.Visible {
+			t.Fatalf("reply: %+v %v %v", p, ok, err)
+		}
+		if want := "\nReply words\nfirst alt\nfirst caption\nsecond alt"; p.Text != want {
+			t.Fatalf("reply text %q, want %q", p.Text, want)
+		}
+		w.ftTombstone(t, a, forum.KindReply, reply)
+		if p, ok, err = m.Post(ctx, w.db, forum.KindReply, reply); err != nil || !ok || p.Visible {
+			t.Fatalf("a tombstoned reply: %+v %v %v", p, ok, err)
+		}
+		if _, ok, err = m.Post(ctx, w.db, forum.KindReply, thread); err != nil || ok {
+			t.Fatalf("a thread's id as a reply: found %v (%v)", ok, err)
+		}
+		if _, ok, err = m.Post(ctx, w.db, forum.KindThread, ftID()); err != nil || ok {
+			t.Fatalf("no such thread: found %v (%v)", ok, err)
+		}
+	})
+}
