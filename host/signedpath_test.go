@@ -29,9 +29,10 @@ func TestSignedWriteCommitsOnce(t *testing.T) {
 		t.Fatalf("warm-up reply: %d %s", rec.Code, rec.Body)
 	}
 
-	// Each write commits once. Its round trips are counted too: until the guard's memory has taken in
-	// the agent just registered (it polls every 250 ms), the guard looks the key up in the database, one
-	// statement more; so a write is tried again, a little later, until it costs what it should.
+	// Each write commits once. Its round trips are counted too, and a write may spend one-off ones:
+	// until the guard's memory has taken in the agent just registered (it polls every 250 ms) the key
+	// is looked up in the database, and a statement a pool connection has not run yet is prepared
+	// first. So a write is tried again, a little later, until it costs what it should.
 	var first *httptest.ResponseRecorder
 	measure := func(what string, wantTrips float64, post func(i int) *httptest.ResponseRecorder) {
 		t.Helper()

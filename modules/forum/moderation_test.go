@@ -2,9 +2,15 @@ package forum_test
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"strings"
 	"testing"
 
+	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/database"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/forum"
 )
@@ -54,6 +60,32 @@ VALUES (?, 'reply', ?, ?, ?, ?, ?, false, false, 'png', 1, 1, 1, 1, 1, 1)`, ftID
 		}
 		if _, ok, err = m.Post(ctx, w.db, forum.KindThread, ftID()); err != nil || ok {
 			t.Fatalf("no such thread: found %v (%v)", ok, err)
+		}
+
+		// VisibleIn: a planned write passes while the post is visible, and fails with the
+		// explanation once it was hidden (after the write read it), or for the wrong kind.
+		errGone := errors.New("no longer visible")
+		visibleWrite := func(kind, id string) error {
+			_, _, err := database.Write(ctx, w.db, func(p *port.Plan) (int, any, error) {
+				m.VisibleIn(p, kind, id, func(context.Context, *gorm.DB) error { return errGone })
+				return http.StatusOK, struct{}{}, nil
+			})
+			return err
+		}
+		if err := visibleWrite(forum.KindThread, thread); err != nil {
+			t.Fatalf("a visible thread: %v", err)
+		}
+		if err := visibleWrite(forum.KindReply, thread); !errors.Is(err, errGone) {
+			t.Fatalf("a thread's id as a reply: %v", err)
+		}
+		if err := m.Hide(ctx, w.db, forum.KindThread, thread, w.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if err := visibleWrite(forum.KindThread, thread); !errors.Is(err, errGone) {
+			t.Fatalf("a hidden thread: %v", err)
+		}
+		if p, ok, err = m.Post(ctx, w.db, forum.KindThread, thread); err != nil || !ok || p.Visible {
+			t.Fatalf("a hidden thread: %+v %v %v", p, ok, err)
 		}
 	})
 }
