@@ -33,9 +33,9 @@ func backupCommand(stdout io.Writer) *cli.Command {
 		Usage: "copy the SQLite database, consistently and while the service serves, to a new file (PostgreSQL: pg_dump, see host/README.md)",
 		Flags: []cli.Flag{&cli.StringFlag{Name: "to", Usage: "the backup `FILE` to create; an existing file is never overwritten", Required: true}},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			dialect, path, err := database.Parse(cmd.String("database-url"))
+			dialect, path, err := parseDatabaseURL(cmd.String("database-url"))
 			if err != nil {
-				return fmt.Errorf("--database-url / SVC_DATABASE_URL: %w", err)
+				return err
 			}
 			if dialect != database.SQLite {
 				return errBackupPostgres

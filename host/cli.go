@@ -204,7 +204,7 @@ func health(ctx context.Context, cmd *cli.Command, stdout io.Writer) error {
 		if host == "" || host == "0.0.0.0" || host == "::" {
 			host = "127.0.0.1"
 		}
-		target = "http://" + net.JoinHostPort(host, port) + "/health/ready"
+		target = "http://" + net.JoinHostPort(host, port) + readyPath
 	}
 	ctx, cancel := context.WithTimeout(ctx, cmd.Duration("timeout"))
 	defer cancel()

@@ -194,10 +194,18 @@ func configFrom(cmd *cli.Command) (Config, error) {
 	return c, c.Validate()
 }
 
+// parseDatabaseURL is database.Parse of the --database-url setting, its error naming the setting.
+func parseDatabaseURL(u string) (dialect, dsn string, err error) {
+	if dialect, dsn, err = database.Parse(u); err != nil {
+		return "", "", fmt.Errorf("--database-url / SVC_DATABASE_URL: %w", err)
+	}
+	return dialect, dsn, nil
+}
+
 // Validate reports the first setting that cannot work, in one line.
 func (c Config) Validate() error {
-	if _, _, err := database.Parse(c.DatabaseURL); err != nil {
-		return fmt.Errorf("--database-url / SVC_DATABASE_URL: %w", err)
+	if _, _, err := parseDatabaseURL(c.DatabaseURL); err != nil {
+		return err
 	}
 	for _, u := range []struct{ flag, env, value string }{
 		{"base-url", "SVC_BASE_URL", c.BaseURL},

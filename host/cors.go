@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-contrib/cors"
 	"github.com/gin-gonic/gin"
+	"github.com/svcforum/svc/modules/discovery"
 )
 
 // corsMaxAge is how long a browser may keep a preflight's answer (browsers cap it lower: Chromium at
@@ -44,8 +45,8 @@ func readPlanePath(path string) bool {
 	switch {
 	case strings.HasPrefix(path, "/api/"),
 		strings.HasPrefix(path, "/forum/") && strings.HasSuffix(path, ".atom"),
-		path == "/.well-known/svc", path == "/openapi.json",
-		strings.HasPrefix(path, "/contracts/"):
+		path == discovery.DocumentPath, path == discovery.PublicAPI,
+		strings.HasPrefix(path, discovery.ContractsDir+"/"):
 		return true
 	}
 	return false

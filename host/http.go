@@ -19,6 +19,16 @@ import (
 	"github.com/svcforum/svc/contracts/site"
 )
 
+// The probes every listener answers.
+const (
+	livePath  = "/health/live"
+	readyPath = "/health/ready"
+)
+
+// probe reports whether route is one of the probes: asked all the time, by machines, never limited,
+// logged at debug level and not traced.
+func probe(route string) bool { return route == livePath || route == readyPath }
+
 // The listeners the host opens.
 const (
 	ListenerPublic       = "public"
@@ -147,11 +157,14 @@ func newEngine(name string, p listenersParams, ready gin.HandlerFunc) (*gin.Engi
 	if err := e.SetTrustedProxies(p.Config.TrustedProxies); err != nil {
 		return nil, fmt.Errorf("--trusted-proxies: %w", err)
 	}
-	e.Use(p.Tracing.middleware(name), requestID(), observe(name, p.Log, p.Metrics), recovery(p.Log), negotiate())
+	if traced := p.Tracing.middleware(name); traced != nil {
+		e.Use(traced)
+	}
+	e.Use(requestID(), observe(name, p.Log, p.Metrics), recovery(p.Log), negotiate())
 	e.NoRoute(notFound)
 	e.NoMethod(methodNotAllowed)
-	e.GET("/health/live", live)
-	e.GET("/health/ready", ready)
+	e.GET(livePath, live)
+	e.GET(readyPath, ready)
 	return e, nil
 }
 

@@ -71,7 +71,7 @@ func observe(listener string, log *slog.Logger, m *httpMetrics) gin.HandlerFunc 
 		switch {
 		case len(c.Errors) > 0 || status >= 500:
 			level = slog.LevelError
-		case route == "/health/live" || route == "/health/ready":
+		case probe(route):
 			level = slog.LevelDebug
 		}
 		if status == render.StatusClientClosedRequest {

@@ -59,8 +59,7 @@ func (l *addressLimiter) allow(addr string, now time.Time) (ok bool, retryAfter 
 // of /health are never limited. A person gets the site's page, a program a problem.
 func limitAddresses(l *addressLimiter, s *site.Site) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		switch c.FullPath() {
-		case "/health/live", "/health/ready":
+		if probe(c.FullPath()) {
 			c.Next()
 			return
 		}

@@ -91,15 +91,15 @@ func tracerProvider(t *Tracing) trace.TracerProvider { return t.Provider }
 // and by machines.
 func untraced(c *gin.Context) bool {
 	p := c.FullPath()
-	return p == "/health/live" || p == "/health/ready" || p == "/metrics" || strings.HasPrefix(c.Request.URL.Path, pprofPrefix)
+	return probe(p) || p == "/metrics" || strings.HasPrefix(c.Request.URL.Path, pprofPrefix)
 }
 
 // middleware is the server span of each request on listener: it continues the caller's trace (W3C
 // traceparent) and carries the span in the request's context, where the guard and the database find
-// it. With tracing off it only passes the request on.
+// it. With tracing off there is none (nil), so requests do not pass through a handler for nothing.
 func (t *Tracing) middleware(listener string) gin.HandlerFunc {
 	if !t.on {
-		return func(c *gin.Context) { c.Next() }
+		return nil
 	}
 	return otelgin.Middleware("",
 		otelgin.WithTracerProvider(t.Provider),

@@ -36,17 +36,21 @@ func Print(cmd *cli.Command, w io.Writer, result any) error {
 		v := string(members[k])
 		var s string
 		if json.Unmarshal(members[k], &s) == nil {
-			v = s
-			// Agent-written text reaches operators' consoles here: a string holding anything that is
-			// not plainly printable (an escape sequence, a line break, a bidirectional override) is
-			// shown quoted, so it can neither redraw the screen nor fake another line.
-			if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) >= 0 {
-				v = strconv.Quote(s)
-			}
+			v = Printable(s)
 		}
 		if _, err := fmt.Fprintf(w, "%s: %s\n", k, v); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Printable is s as an operator's console may show it. Agent-written text reaches consoles: a string
+// holding anything that is not plainly printable (an escape sequence, a line break, a bidirectional
+// override) is shown quoted, so it can neither redraw the screen nor fake another line.
+func Printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }

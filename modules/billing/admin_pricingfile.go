@@ -23,12 +23,13 @@ const ExampleFile = "modules/billing/examples/pricing.json"
 func fileProblem(raw []byte, se *schema.Error) *problem.Problem {
 	p := se.Problem()
 	reasons := make([]string, len(se.Errors))
+	offsets := pointerOffsets(raw) // once: each reason looks its place up in it
 	for i, fe := range se.Errors {
 		at := fe.Pointer
 		if at == "" {
 			at = "(file)"
 		}
-		if where := locate(raw, fe); where != "" {
+		if where := locate(raw, offsets, fe); where != "" {
 			at += " " + where
 		}
 		reasons[i] = fmt.Sprintf("%s: %s (%s)", at, fe.Message, fe.Code)
@@ -43,14 +44,13 @@ var syntaxCodes = map[string]bool{"invalid_json": true, "duplicate_member": true
 // locate says where in raw the reason fe is: "at line L, column C" for the member or value its pointer
 // names, "in /parent at line L, column C" for a member that is missing (or the nearest member that
 // is there), and for a syntax error where parsing stopped. It returns "" when raw shows no place.
-func locate(raw []byte, fe problem.FieldError) string {
+func locate(raw []byte, offsets map[string]int, fe problem.FieldError) string {
 	if syntaxCodes[fe.Code] {
 		if off, ok := syntaxOffset(raw); ok {
 			return "at " + position(raw, off)
 		}
 		return ""
 	}
-	offsets := pointerOffsets(raw)
 	for p := fe.Pointer; ; {
 		if off, ok := offsets[p]; ok {
 			if p == fe.Pointer {

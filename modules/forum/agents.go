@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"slices"
 	"strconv"
 	"time"
 
@@ -77,19 +76,27 @@ type agentPosts struct {
 	Models  []string
 }
 
+// agentID is the id of the agent whose posts, visible or not, carry the author handle; found is false
+// when none does.
+func (r *Reads) agentID(ctx context.Context, handle string) (id string, found bool, err error) {
+	var ids []string
+	if err := r.db.WithContext(ctx).Raw(`SELECT author_id FROM (SELECT author_id FROM forum_threads WHERE author_handle = ? ORDER BY id DESC LIMIT 1) t
+UNION ALL SELECT author_id FROM (SELECT author_id FROM forum_replies WHERE author_handle = ? ORDER BY id DESC LIMIT 1) r`, handle, handle).Scan(&ids).Error; err != nil {
+		return "", false, fmt.Errorf("find agent: %w", err)
+	}
+	if len(ids) == 0 {
+		return "", false, nil
+	}
+	return ids[0], true, nil
+}
+
 // agentPosts reads the agent's newest visible threads and replies (limit of each) and its declared
 // models; found is false when no post, visible or not, has that author handle.
 func (r *Reads) agentPosts(ctx context.Context, handle string, limit int) (out agentPosts, found bool, err error) {
 	db := r.db.WithContext(ctx)
-	var ids []string
-	if err := db.Raw(`SELECT author_id FROM (SELECT author_id FROM forum_threads WHERE author_handle = ? ORDER BY id DESC LIMIT 1) t
-UNION ALL SELECT author_id FROM (SELECT author_id FROM forum_replies WHERE author_handle = ? ORDER BY id DESC LIMIT 1) r`, handle, handle).Scan(&ids).Error; err != nil {
-		return out, false, fmt.Errorf("find agent: %w", err)
+	if out.AgentID, found, err = r.agentID(ctx, handle); err != nil || !found {
+		return out, false, err
 	}
-	if len(ids) == 0 {
-		return out, false, nil
-	}
-	out.AgentID = ids[0]
 	if err := db.Raw(`SELECT t.id, t.title, c.slug AS category_slug, c.name AS category_name, t.reply_count, t.score, t.created_at
 FROM forum_threads t JOIN forum_categories c ON c.id = t.category_id
 WHERE t.author_handle = ? AND t.tombstoned_at IS NULL AND t.hidden_at IS NULL ORDER BY t.id DESC LIMIT ?`, handle, limit).Scan(&out.Threads).Error; err != nil {
@@ -149,7 +156,6 @@ func (p *Pages) agent(c *gin.Context) {
 			out.OrgName = owner.OrgName
 		}
 	}
-	out.Models = slices.Compact(out.Models)
 	if len(out.Threads) == agentListLimit {
 		out.AllThreads = self + "/" + agentThreadsFile
 	}
@@ -223,7 +229,7 @@ func (p *Pages) agentList(c *gin.Context, list string) {
 	}
 	if len(ids) == 0 && at.pos == nil {
 		// Nothing visible: the agent's page says whether the agent has written here at all.
-		if _, found, err := p.reads.agentPosts(ctx, handle, 0); err != nil || !found {
+		if _, found, err := p.reads.agentID(ctx, handle); err != nil || !found {
 			if err != nil {
 				p.fail(c, err)
 			} else {

@@ -188,10 +188,11 @@ const (
 	markEnd   = "\x03"
 )
 
+// unmark drops a snippet's marks.
+var unmark = strings.NewReplacer(markStart, "", markEnd, "")
+
 // plainSnippet is a snippet without its marks.
-func plainSnippet(s string) string {
-	return strings.NewReplacer(markStart, "", markEnd, "").Replace(s)
-}
+func plainSnippet(s string) string { return unmark.Replace(s) }
 
 // snippetPart is a piece of a snippet, matched or not.
 type snippetPart struct {

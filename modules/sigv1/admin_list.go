@@ -120,7 +120,7 @@ func likeContains(s string) string {
 
 // frozenExpr is 1 when the freeze switch of the scope's row (alias.id) is on, else 0.
 func frozenExpr(scope, alias string) string {
-	return "CASE WHEN EXISTS (SELECT 1 FROM sigv1_switches AS s WHERE s.name = 'freeze:" + scope + ":' || " + alias + ".id) THEN 1 ELSE 0 END"
+	return "CASE WHEN EXISTS (SELECT 1 FROM " + switchRow{}.TableName() + " AS s WHERE s.name = '" + freezeSwitch(scope, "") + "' || " + alias + ".id) THEN 1 ELSE 0 END"
 }
 
 type orgRow struct {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/urfave/cli/v3"
 
@@ -41,17 +40,13 @@ func (t table) write(w io.Writer) error {
 	return tw.Flush()
 }
 
-// printable shows a value that is not plainly printable (an escape sequence, a line break, a tab, a
-// bidirectional override: an organisation's name comes from an application) quoted, as plugin.Print
-// does, so that it can neither redraw the screen nor break the table.
+// printable is a table cell: plugin.Printable (an organisation's name comes from an application, so it
+// must neither redraw the screen nor break the table), and "-" for nothing.
 func printable(s string) string {
 	if s == "" {
 		return "-"
 	}
-	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) >= 0 {
-		return strconv.Quote(s)
-	}
-	return s
+	return plugin.Printable(s)
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

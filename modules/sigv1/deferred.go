@@ -19,10 +19,10 @@ import (
 
 // deferred is a write's admission left to the write (port.Admission): the first step of its
 // planned write, so that the nonce, the limits, the claim, the write and its stored response
-// commit together (on PostgreSQL in one round trip; on SQLite in one turn of its one writer). The claim's token is chosen before, so that the write
-// can complete the claim in the same batch. When the plan fails, or the route never writes, the
-// admission runs on its own, as it would have before the route (Guard.leave keeps the route's answer
-// back until then).
+// commit together (on PostgreSQL in one round trip; on SQLite in one turn of its one writer). The
+// claim's token is chosen before, so that the write can complete the claim in the same batch. When
+// the plan fails, or the route never writes, the admission runs on its own, as it would have before
+// the route (Guard.leave keeps the route's answer back until then).
 type deferred struct {
 	g     *Guard
 	a     admission
@@ -30,8 +30,10 @@ type deferred struct {
 	state deferredState
 	adm   admitted // the admission's counts, once it ran
 	ans   *answer  // once refused
-	// The counts the batch's statement returns: attempts hits and window, writes hits and window.
-	attemptHits, attemptWindow, writeHits, writeWindow *int64
+	// The two windows as the plan's admission step left them: counted by its statements on SQLite;
+	// on PostgreSQL scanned from its statement as hits and start, attempts then writes (window).
+	counts  [2]counted
+	scanned [4]*int64
 }
 
 type deferredState int
@@ -57,7 +59,7 @@ func (d *deferred) AdmitIn(p *port.Plan) bool {
 	step := port.Step{Explain: func(ctx context.Context, _ *gorm.DB) error { return d.Admit(ctx) }}
 	if p.Dialect() == database.Postgres {
 		step.SQL, step.Vars, step.Checked = admitIn.sql, admitIn.vars(d.g.admission.params(d.a, d.cl.token)), true
-		step.Scan = []any{&d.attemptHits, &d.attemptWindow, &d.writeHits, &d.writeWindow}
+		step.Scan = []any{&d.scanned[0], &d.scanned[1], &d.scanned[2], &d.scanned[3]}
 	} else {
 		// SQLite runs the admission's statements one by one in the write's transaction: one turn
 		// of its one writer for the whole request.
@@ -66,8 +68,7 @@ func (d *deferred) AdmitIn(p *port.Plan) bool {
 			if err != nil {
 				return false, err
 			}
-			d.attemptHits, d.attemptWindow = d.start(adm.attempts)
-			d.writeHits, d.writeWindow = d.start(adm.writes)
+			d.counts = [2]counted{adm.attempts, adm.writes}
 			// Admitted only with the key claimed by this request (its claim, not a zero outcome).
 			return adm.fresh && adm.attemptsRetry == 0 && adm.writesRetry == 0 && adm.claim.outcome == claimed && adm.claim.claim != nil, nil
 		}
@@ -76,8 +77,10 @@ func (d *deferred) AdmitIn(p *port.Plan) bool {
 	p.OnCommit(func() {
 		d.g.metrics.admissions.WithLabelValues(admittedWithWrite).Inc()
 		d.state = passed
-		d.adm = admitted{fresh: true, attempts: d.window(d.attemptHits, d.attemptWindow), writes: d.window(d.writeHits, d.writeWindow),
-			claim: claimResult{outcome: claimed, claim: d.cl}}
+		if step.Run == nil {
+			d.counts = [2]counted{d.window(d.scanned[0], d.scanned[1]), d.window(d.scanned[2], d.scanned[3])}
+		}
+		d.adm = admitted{fresh: true, attempts: d.counts[0], writes: d.counts[1], claim: claimResult{outcome: claimed, claim: d.cl}}
 	})
 	return true
 }
@@ -88,15 +91,6 @@ func (d *deferred) window(hits, start *int64) counted {
 		return counted{}
 	}
 	return counted{hits: *hits, endMS: *start + d.a.window.Milliseconds()}
-}
-
-// start is window's inverse, for the admission run statement by statement.
-func (d *deferred) start(w counted) (hits, start *int64) {
-	if w.endMS == 0 {
-		return nil, nil
-	}
-	s := w.endMS - d.a.window.Milliseconds()
-	return &w.hits, &s
 }
 
 // Admit runs the admission on its own (Admission.Admit and Guard.verdict), once.

@@ -49,6 +49,17 @@ func dpUsedAndFreed(t testing.TB, w *world, a agent, req *http.Request, body []b
 	gtExecuted(t, w.serve(dpSigned(t, a, body, key)))
 }
 
+// dpAtOnce serves reqs concurrently on the world's node and returns their answers in order.
+func dpAtOnce(w *world, reqs []*http.Request) []testkit.Result {
+	results := make([]testkit.Result, len(reqs))
+	var wg sync.WaitGroup
+	for i, req := range reqs {
+		wg.Go(func() { results[i] = w.serve(req) })
+	}
+	wg.Wait()
+	return results
+}
+
 // dpGuardAnswered fails unless r is the guard's own answer: nothing the route wrote (its header)
 // leaked into it.
 func dpGuardAnswered(t testing.TB, r testkit.Result, status int, code string) {
@@ -169,12 +180,7 @@ func TestPlannedWriteConcurrentSameKey(t *testing.T) {
 		for i := range reqs {
 			reqs[i] = dpSigned(t, a, body, "race")
 		}
-		results := make([]testkit.Result, len(reqs))
-		var wg sync.WaitGroup
-		for i, req := range reqs {
-			wg.Go(func() { results[i] = w.serve(req) })
-		}
-		wg.Wait()
+		results := dpAtOnce(w, reqs)
 		var executed []testkit.Result
 		for _, r := range results {
 			switch {
@@ -300,13 +306,11 @@ func TestPlannedWriteConcurrentExactBytes(t *testing.T) {
 		a := w.newAgent(t, "copies")
 		body := gtNote("copies")
 		first := dpSigned(t, a, body, "k")
-		results := make([]testkit.Result, 8)
-		var wg sync.WaitGroup
-		for i := range results {
-			req := dpAgain(first, body)
-			wg.Go(func() { results[i] = w.serve(req) })
+		reqs := make([]*http.Request, 8)
+		for i := range reqs {
+			reqs[i] = dpAgain(first, body)
 		}
-		wg.Wait()
+		results := dpAtOnce(w, reqs)
 		ran := 0
 		for _, r := range results {
 			switch {

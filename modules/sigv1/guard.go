@@ -13,6 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
@@ -42,7 +43,7 @@ type Guard struct {
 	claims    *Claims
 	admission *Admission
 	memory    *Memory      // nil: every check reads the database
-	tracer    trace.Tracer // nil: no spans (UseTracing)
+	tracer    trace.Tracer // a no-op until UseTracing
 	throttled throttledAgents
 	metrics   *guardMetrics
 }
@@ -50,7 +51,7 @@ type Guard struct {
 // NewGuard returns the guard.
 func NewGuard(cfg Config, clock port.Clock, log *slog.Logger, registry *Registry, switches *Switches, nonces *Nonces, limiter *Limiter, claims *Claims) *Guard {
 	return &Guard{cfg: cfg, clock: clock, log: log, registry: registry, switches: switches, nonces: nonces, limiter: limiter, claims: claims,
-		admission: &Admission{db: claims.db, claims: claims}, metrics: newGuardMetrics()}
+		admission: &Admission{db: claims.db, claims: claims}, metrics: newGuardMetrics(), tracer: noop.NewTracerProvider().Tracer("")}
 }
 
 // Plugin is the guard as the host mounts it.

@@ -6,7 +6,6 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/svcforum/svc/contracts/render"
 )
@@ -27,11 +26,7 @@ func (g *Guard) UseTracing(tp trace.TracerProvider) {
 // startSpan starts the guard's span as a child of the request's; the checks' statements are its
 // children.
 func (g *Guard) startSpan(c *gin.Context) (context.Context, trace.Span) {
-	tracer := g.tracer
-	if tracer == nil {
-		tracer = noop.NewTracerProvider().Tracer("")
-	}
-	return tracer.Start(c.Request.Context(), spanName, trace.WithAttributes(attribute.String("http.route", c.FullPath())))
+	return g.tracer.Start(c.Request.Context(), spanName, trace.WithAttributes(attribute.String("http.route", c.FullPath())))
 }
 
 // endSpan ends the span of a request the guard answered itself (a refusal or a replay); a request it
