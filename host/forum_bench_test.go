@@ -23,6 +23,7 @@ import (
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/database"
 	"github.com/svcforum/svc/database/dbtest"
+	"github.com/svcforum/svc/modules/arena"
 	"github.com/svcforum/svc/modules/forum"
 	"github.com/svcforum/svc/modules/sigv1"
 	"github.com/svcforum/svc/sdk/signer"
@@ -40,6 +41,7 @@ type forumBench struct {
 	agentID  string
 	orgID    string
 	threadID string
+	matches  *arena.Matches
 }
 
 func newForumBench(b testing.TB) *forumBench {

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/fx"
 	"gorm.io/gorm"
 
+	"github.com/svcforum/svc/modules/arena"
 	"github.com/svcforum/svc/modules/billing"
 	"github.com/svcforum/svc/modules/forum"
 	"github.com/svcforum/svc/modules/sigv1"
@@ -27,7 +28,11 @@ func newServiceBench(b testing.TB, databaseURL string) *forumBench {
 	cfg := DefaultConfig()
 	cfg.DatabaseURL = databaseURL
 	cfg.LogLevel = "error"
-	cfg.Settings = benchSettings{testSettings()}
+	grantKey, _, err := arena.NewGrantKey()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.Settings = benchSettings{settings{testSettings(), map[string]any{"arena-grant-key": grantKey}}}
 	cfg.CursorKeys = testCursorKey
 	cfg.PublicRate, cfg.PublicBurst = 1e9, 1e9
 	rt := &roundTrips{}
@@ -39,16 +44,17 @@ func newServiceBench(b testing.TB, databaseURL string) *forumBench {
 		pricing  *billing.Pricing
 		wallets  *billing.Wallets
 		cats     *forum.Categories
+		matches  *arena.Matches
 	)
 	app := fx.New(Serve(cfg, NewLogger(cfg, discard{}), allModules(b)), fx.NopLogger,
-		fx.Populate(&ls, &db, &registry, &pricing, &wallets, &cats))
+		fx.Populate(&ls, &db, &registry, &pricing, &wallets, &cats, &matches))
 	ctx := context.Background()
 	if err := app.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = app.Stop(context.Background()) })
 
-	fb := &forumBench{db: db, rt: rt}
+	fb := &forumBench{db: db, rt: rt, matches: matches}
 	for _, s := range ls.servers {
 		switch s.name {
 		case ListenerAgentEdge:

@@ -2,6 +2,10 @@ package host
 
 import (
 	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcforum/svc/modules/arena"
 	"github.com/svcforum/svc/modules/forum"
 	"github.com/svcforum/svc/modules/reports"
 	"github.com/svcforum/svc/modules/sigv1"
@@ -16,7 +21,8 @@ import (
 
 // TestSignedWriteCommitsOnce (issue 17): on PostgreSQL a signed create_reply (its nonce, limits and
 // Idempotency-Key, its charge, the reply and its stored answer) is one round trip and one commit,
-// counted by the pgx tracer; a report, which reads its post first, two round trips and one commit. Its key sent again with a new nonce is answered from the stored response
+// counted by the pgx tracer; a report and the arena's grant, claim and status, which read first what
+// they are decided from, two round trips and one commit. create_reply's key sent again with a new nonce is answered from the stored response
 // (the write's batch finds the key taken, then the admission alone says so), and nothing is written
 // twice.
 func TestSignedWriteCommitsOnce(t *testing.T) {
@@ -77,6 +83,46 @@ func TestSignedWriteCommitsOnce(t *testing.T) {
 		replies++
 		fb.rt.reset()
 		return fb.post(t, reports.ReportsPath, fmt.Sprintf("report-%d", i), fmt.Sprintf(`{"target_reply_id":%q,"reason_code":"prompt_injection"}`, target.ReplyID))
+	})
+
+	// The arena's writes are planned too: one statement reads what each is decided from, then its
+	// batch. Each measured write has a match of its own (its seat, its intent), made first.
+	ctx := context.Background()
+	openMatch := func(t *testing.T) arena.Match {
+		t.Helper()
+		now := time.Now()
+		m, err := fb.matches.Create(ctx, map[string]string{"north": fb.agentID}, now.Add(-time.Minute), now.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	runner := "0b9d4c1e-3f6a-4e2b-9c71-5d8e2a4f6b13"
+	if rec := fb.post(t, arena.PollPath, "poll", `{"runner_id":"`+runner+`","availability":"online"}`); rec.Code != http.StatusOK {
+		t.Fatalf("poll: %d %s", rec.Code, rec.Body)
+	}
+	claim := func(m arena.Match, key string) *httptest.ResponseRecorder {
+		return fb.post(t, "/arena/start-intents/"+m.Intents[0].IntentID+"/claim", key, `{"runner_id":"`+runner+`"}`)
+	}
+	measure("arena grant", 2, func(i int) *httptest.ResponseRecorder {
+		m := openMatch(t)
+		session, _, _ := ed25519.GenerateKey(rand.Reader)
+		fb.rt.reset()
+		return fb.post(t, "/arena/matches/"+m.MatchID+"/grant", fmt.Sprintf("grant-%d", i),
+			`{"seat":"north","session_public_key":"`+base64.StdEncoding.EncodeToString(session)+`"}`)
+	})
+	measure("arena claim", 2, func(i int) *httptest.ResponseRecorder {
+		m := openMatch(t)
+		fb.rt.reset()
+		return claim(m, fmt.Sprintf("claim-%d", i))
+	})
+	measure("arena status", 2, func(i int) *httptest.ResponseRecorder {
+		m := openMatch(t)
+		if rec := claim(m, fmt.Sprintf("claimed-%d", i)); rec.Code != http.StatusOK {
+			t.Fatalf("claim: %d %s", rec.Code, rec.Body)
+		}
+		fb.rt.reset()
+		return fb.post(t, "/arena/start-intents/"+m.Intents[0].IntentID+"/status", fmt.Sprintf("status-%d", i), `{"runner_id":"`+runner+`","state":"starting"}`)
 	})
 
 	// (A replay makes the agent take its admission first for a while: it comes last.)

@@ -14,6 +14,7 @@ import (
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/render"
 	"github.com/svcforum/svc/contracts/schema"
+	"github.com/svcforum/svc/database"
 )
 
 // API is the arena's signed routes.
@@ -30,21 +31,22 @@ func NewAPI(db *gorm.DB, grants *Grants, runners *Runners, schemas *schema.Set) 
 }
 
 // AgentRoutes are the signed routes. A grant, a claim and a status are writes (idempotent, refused
-// while writes are frozen, never billed); a poll is a read that renews a heartbeat.
+// while writes are frozen, never billed) and planned (database.Write), so that with their admission
+// they commit once; a poll is a read that renews a heartbeat.
 func AgentRoutes(a *API) plugin.Routes {
 	return plugin.Routes{Module: ID, Plane: plugin.Agent, Agent: []plugin.AgentRoute{
-		{Method: http.MethodPost, Path: GrantPath, Write: true, Handlers: []gin.HandlerFunc{a.grant}},
+		{Method: http.MethodPost, Path: GrantPath, Write: true, Planned: true, Handlers: []gin.HandlerFunc{a.grant}},
 		{Method: http.MethodPost, Path: PollPath, Handlers: []gin.HandlerFunc{a.poll}},
-		{Method: http.MethodPost, Path: ClaimPath, Write: true, Handlers: []gin.HandlerFunc{a.claim}},
-		{Method: http.MethodPost, Path: StatusPath, Write: true, Handlers: []gin.HandlerFunc{a.status}},
+		{Method: http.MethodPost, Path: ClaimPath, Write: true, Planned: true, Handlers: []gin.HandlerFunc{a.claim}},
+		{Method: http.MethodPost, Path: StatusPath, Write: true, Planned: true, Handlers: []gin.HandlerFunc{a.status}},
 	}}
 }
 
-// write runs fn as the request's write (port.Write) and answers what it stored.
-func (a *API) write(c *gin.Context, fn func(tx *gorm.DB, p port.Principal) (int, any, error)) {
+// write runs build as the request's planned write (database.Write) and answers what it stored.
+func (a *API) write(c *gin.Context, build func(plan *port.Plan, p port.Principal) (int, any, error)) {
 	ctx := c.Request.Context()
 	p, _ := port.PrincipalFrom(ctx)
-	status, body, err := port.Write(ctx, a.db, func(tx *gorm.DB) (int, any, error) { return fn(tx, p) })
+	status, body, err := database.Write(ctx, a.db, func(plan *port.Plan) (int, any, error) { return build(plan, p) })
 	if err != nil {
 		render.Error(c, err)
 		return
@@ -68,8 +70,8 @@ func (a *API) grant(c *gin.Context) {
 		render.Error(c, err)
 		return
 	}
-	a.write(c, func(tx *gorm.DB, p port.Principal) (int, any, error) {
-		return a.grants.Grant(c.Request.Context(), tx, p, c.Param("match_id"), in)
+	a.write(c, func(plan *port.Plan, p port.Principal) (int, any, error) {
+		return a.grants.Grant(c.Request.Context(), plan, p, c.Param("match_id"), in)
 	})
 }
 
@@ -94,8 +96,8 @@ func (a *API) claim(c *gin.Context) {
 	if !bind.JSON(c, a.schemas, "claim-request", &in) {
 		return
 	}
-	a.write(c, func(tx *gorm.DB, p port.Principal) (int, any, error) {
-		return a.runners.Claim(c.Request.Context(), tx, p.AgentID, c.Param("intent_id"), in)
+	a.write(c, func(plan *port.Plan, p port.Principal) (int, any, error) {
+		return a.runners.Claim(c.Request.Context(), plan, p.AgentID, c.Param("intent_id"), in)
 	})
 }
 
@@ -104,8 +106,8 @@ func (a *API) status(c *gin.Context) {
 	if !bind.JSON(c, a.schemas, "status-request", &in) {
 		return
 	}
-	a.write(c, func(tx *gorm.DB, p port.Principal) (int, any, error) {
-		return a.runners.Status(c.Request.Context(), tx, p.AgentID, c.Param("intent_id"), in)
+	a.write(c, func(plan *port.Plan, p port.Principal) (int, any, error) {
+		return a.runners.Status(c.Request.Context(), plan, p.AgentID, c.Param("intent_id"), in)
 	})
 }
 

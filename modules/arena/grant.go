@@ -16,7 +16,6 @@ import (
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/publickey"
-	"github.com/svcforum/svc/database"
 )
 
 // GrantRequest is POST /agent-api/v1/arena/matches/{match_id}/grant.
@@ -68,9 +67,13 @@ func seatNotGranted() *problem.Problem {
 	return problem.New(problem.SeatNotGranted, "You hold no such seat in a match that grants now: the match does not exist, is closed or outside its grant window, or the seat is not yours.")
 }
 
-// Grant issues, on tx (the write's transaction), a ticket for the signing agent p's seat of matchID,
-// bound to the session key: in the order the checks are documented.
-func (g *Grants) Grant(ctx context.Context, tx *gorm.DB, p port.Principal, matchID string, in GrantRequest) (int, any, error) {
+// Grant plans the issue of a ticket for the signing agent p's seat of matchID, bound to the session
+// key, in the order the checks are documented. It decides from what it reads before the write; the
+// write then checks that nothing it decided from changed (the match still open, the seat's grant
+// requests under the limit, no ticket issued for the seat meanwhile), and is planned again from what
+// is there now when something did. Counting the request locks the seat's row first, which serialises
+// the seat's grants across replicas.
+func (g *Grants) Grant(ctx context.Context, plan *port.Plan, p port.Principal, matchID string, in GrantRequest) (int, any, error) {
 	session, err := publickey.Parse(in.SessionPublicKey)
 	if err != nil {
 		var pr *problem.Problem
@@ -90,30 +93,19 @@ func (g *Grants) Grant(ctx context.Context, tx *gorm.DB, p port.Principal, match
 	if _, err := uuid.Parse(matchID); err != nil {
 		return 0, nil, seatNotGranted()
 	}
-	var matches []matchRow
-	if err := tx.Where("id = ?", matchID).Limit(1).Find(&matches).Error; err != nil {
-		return 0, nil, fmt.Errorf("read match: %w", err)
+	st, err := readGrantState(plan.Read, matchID, in.Seat, p.AgentID, now)
+	if err != nil {
+		return 0, nil, err
 	}
-	if len(matches) == 0 || !grantsNow(matches[0], now) {
+	if st.match == nil || !grantsNow(*st.match, now) || st.requests == nil {
 		return 0, nil, seatNotGranted()
 	}
-	match := matches[0]
-	// The seat's row serialises its grants across replicas.
-	var seats []seatRow
-	if err := database.ForUpdate(tx).Where("match_id = ? AND name = ? AND agent_id = ?", matchID, in.Seat, p.AgentID).Limit(1).Find(&seats).Error; err != nil {
-		return 0, nil, fmt.Errorf("read seat: %w", err)
-	}
-	if len(seats) == 0 {
-		return 0, nil, seatNotGranted()
-	}
+	match := st.match
 	jkt, err := Thumbprint(session)
 	if err != nil {
 		return 0, nil, err
 	}
-	var live []ticketRow
-	if err := tx.Where("match_id = ? AND seat = ? AND expires_at > ?", matchID, in.Seat, now).Order("expires_at DESC").Limit(1).Find(&live).Error; err != nil {
-		return 0, nil, fmt.Errorf("read tickets: %w", err)
-	}
+	live := st.live[:min(len(st.live), 1)]
 	if len(live) == 1 && !g.keys.has(live[0].KeyID) {
 		live = nil // signed by a key no longer configured: nobody could verify it
 	}
@@ -122,13 +114,16 @@ func (g *Grants) Grant(ctx context.Context, tx *gorm.DB, p port.Principal, match
 		return 0, nil, problem.Newf(problem.TicketLiveForOtherKey, "A ticket for this seat is live for another session key until %s; use that key, or ask again after it expired.",
 			live[0].ExpiresAt.UTC().Format(time.RFC3339)).With("retry_after_seconds", wait)
 	}
-	if seats[0].GrantRequests >= g.cfg.GrantRequests {
+	if *st.requests >= g.cfg.GrantRequests {
 		wait := max(1, int(math.Ceil(match.GrantsUntil.Sub(now).Seconds())))
 		return 0, nil, problem.Newf(problem.GrantRequestsExhausted, "This seat used its %d grant requests in this match.", g.cfg.GrantRequests).With("retry_after_seconds", wait)
 	}
-	if err := tx.Model(&seatRow{}).Where("match_id = ? AND name = ?", matchID, in.Seat).Update("grant_requests", gorm.Expr("grant_requests + 1")).Error; err != nil {
-		return 0, nil, fmt.Errorf("count grant request: %w", err)
-	}
+	// Each check fails only when what the grant was decided from changed: it is then decided again.
+	changed := func(context.Context, *gorm.DB) error { return nil }
+	plan.Check(changed, `SELECT count(*) = 1 FROM arena_matches WHERE id = ? AND state = ?`, matchID, MatchOpen)
+	plan.Exec(1, changed, `UPDATE arena_seats SET grant_requests = grant_requests + 1 WHERE match_id = ? AND name = ? AND grant_requests < ?`,
+		matchID, in.Seat, g.cfg.GrantRequests)
+	plan.Check(changed, `SELECT count(*) = ? FROM arena_tickets WHERE match_id = ? AND seat = ? AND expires_at > ?`, len(st.live), matchID, in.Seat, now)
 	if len(live) == 1 {
 		return http.StatusCreated, g.answer(live[0]), nil
 	}
@@ -141,10 +136,58 @@ func (g *Grants) Grant(ctx context.Context, tx *gorm.DB, p port.Principal, match
 	if row.Ticket, err = jwt.Signed(signer).Claims(claims).Serialize(); err != nil {
 		return 0, nil, fmt.Errorf("sign ticket: %w", err)
 	}
-	if err := tx.Create(&row).Error; err != nil {
-		return 0, nil, fmt.Errorf("record ticket: %w", err)
-	}
+	plan.Add(plan.Build().Create(&row), 1, nil)
 	return http.StatusCreated, g.answer(row), nil
+}
+
+// grantState is what a grant is decided from: the match, the grant requests of the agent's seat in it
+// (nil when it holds none), and the seat's live tickets, latest first.
+type grantState struct {
+	match    *matchRow
+	requests *int
+	live     []ticketRow
+}
+
+// grantView is a row of readGrantState's statement: the match, joined with the agent's seat and each
+// of the seat's live tickets, if any.
+type grantView struct {
+	State         string
+	GrantsFrom    time.Time
+	GrantsUntil   time.Time
+	GrantRequests *int
+	TicketID      *string
+	JKT           *string `gorm:"column:jkt"`
+	KeyID         *string
+	Ticket        *string
+	IssuedAt      *time.Time
+	ExpiresAt     *time.Time
+}
+
+// readGrantState reads, in one statement, what a grant of seat in matchID to agentID at now is
+// decided from.
+func readGrantState(db *gorm.DB, matchID, seat, agentID string, now time.Time) (grantState, error) {
+	var rows []grantView
+	err := db.Table("arena_matches").
+		Select(`arena_matches.state, arena_matches.grants_from, arena_matches.grants_until, s.grant_requests,
+			t.id AS ticket_id, t.jkt, t.key_id, t.ticket, t.issued_at, t.expires_at`).
+		Joins("LEFT JOIN arena_seats s ON s.match_id = arena_matches.id AND s.name = ? AND s.agent_id = ?", seat, agentID).
+		Joins("LEFT JOIN arena_tickets t ON s.name IS NOT NULL AND t.match_id = arena_matches.id AND t.seat = s.name AND t.expires_at > ?", now).
+		Where("arena_matches.id = ?", matchID).Order("t.expires_at DESC").Find(&rows).Error
+	if err != nil {
+		return grantState{}, fmt.Errorf("read match: %w", err)
+	}
+	var st grantState
+	for _, r := range rows {
+		if st.match == nil {
+			st.match = &matchRow{ID: matchID, State: r.State, GrantsFrom: r.GrantsFrom, GrantsUntil: r.GrantsUntil}
+			st.requests = r.GrantRequests
+		}
+		if r.TicketID != nil {
+			st.live = append(st.live, ticketRow{ID: *r.TicketID, MatchID: matchID, Seat: seat, AgentID: agentID, JKT: *r.JKT, KeyID: *r.KeyID,
+				Ticket: *r.Ticket, IssuedAt: *r.IssuedAt, ExpiresAt: *r.ExpiresAt})
+		}
+	}
+	return st, nil
 }
 
 func (g *Grants) answer(t ticketRow) GrantTicket {

@@ -344,7 +344,7 @@ func TestConcurrentGrants(t *testing.T) {
 		w := newWorld(t, dialect, cfg)
 		alice := agent("alice")
 		m := w.open(t, map[string]port.Principal{"north": alice})
-		w.slowReads(t, "arena_tickets", 50*time.Millisecond) // between reading the live ticket and issuing one
+		w.slowReads(t, "arena_matches", 50*time.Millisecond) // between reading the live tickets and issuing one
 		w.warm(t, 16)
 		var wg sync.WaitGroup
 		start := make(chan struct{})

@@ -14,7 +14,6 @@ import (
 	"github.com/svcforum/svc/contracts/privatekey"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/textpolicy"
-	"github.com/svcforum/svc/database"
 )
 
 // RunnerPoll is POST /agent-api/v1/arena/start-intents/poll.
@@ -129,9 +128,9 @@ func readIntent(db *gorm.DB, agentID, id string) (intentRow, error) {
 }
 
 // polling is 409 runner_not_polling unless the runner polled, online, within the runner timeout.
-func (r *Runners) polling(tx *gorm.DB, agentID, runnerID string, now time.Time) error {
+func (r *Runners) polling(db *gorm.DB, agentID, runnerID string, now time.Time) error {
 	var n int64
-	if err := tx.Model(&runnerRow{}).Where("agent_id = ? AND id = ? AND availability = ? AND heartbeat_at > ?", agentID, runnerID, Online, now.Add(-r.cfg.RunnerTimeout)).
+	if err := db.Model(&runnerRow{}).Where("agent_id = ? AND id = ? AND availability = ? AND heartbeat_at > ?", agentID, runnerID, Online, now.Add(-r.cfg.RunnerTimeout)).
 		Count(&n).Error; err != nil {
 		return fmt.Errorf("read runner: %w", err)
 	}
@@ -152,50 +151,52 @@ func (i intentRow) claim() ClaimResponse {
 	return c
 }
 
-// Claim claims the agent's intent for a runner, on tx: once, race-free, since the claim is one
+// Claim plans the claim of the agent's intent for a runner: once, race-free, since the claim is one
 // conditional update that only an open intent passes, whichever replica runs it. The same runner
-// claiming again gets its claim again.
-func (r *Runners) Claim(ctx context.Context, tx *gorm.DB, agentID, intentID string, in ClaimRequest) (int, any, error) {
+// claiming again gets its claim again; a claim that loses is explained by what won.
+func (r *Runners) Claim(ctx context.Context, plan *port.Plan, agentID, intentID string, in ClaimRequest) (int, any, error) {
 	if err := checkDeclaredModel(in.DeclaredModel); err != nil {
 		return 0, nil, err
 	}
 	now := r.now()
-	row, err := readIntent(tx, agentID, intentID)
+	row, err := readIntent(plan.Read, agentID, intentID)
 	if err != nil {
 		return 0, nil, err
 	}
 	if row.RunnerID != nil && *row.RunnerID == in.RunnerID {
 		return http.StatusOK, row.claim(), nil
 	}
-	if err := r.polling(tx, agentID, in.RunnerID, now); err != nil {
-		return 0, nil, err
+	notPolling := func(ctx context.Context, db *gorm.DB) error {
+		return r.polling(db.WithContext(ctx), agentID, in.RunnerID, now)
 	}
-	won := tx.Model(&intentRow{}).Where("id = ? AND state = ? AND expires_at > ?", row.ID, IntentOpen, now).
-		Updates(map[string]any{"state": IntentClaimed, "runner_id": in.RunnerID, "declared_model": in.DeclaredModel, "claimed_at": now, "updated_at": now})
-	if won.Error != nil {
-		return 0, nil, fmt.Errorf("claim intent: %w", won.Error)
-	}
-	if won.RowsAffected == 1 {
-		row.State, row.RunnerID, row.DeclaredModel, row.ClaimedAt, row.UpdatedAt = IntentClaimed, &in.RunnerID, in.DeclaredModel, &now, now
-		return http.StatusOK, row.claim(), nil
-	}
-	if row, err = readIntent(tx, agentID, intentID); err != nil {
-		return 0, nil, err
-	}
-	switch {
-	case row.RunnerID != nil && *row.RunnerID == in.RunnerID:
-		return http.StatusOK, row.claim(), nil
-	case row.RunnerID != nil:
-		return 0, nil, problem.New(problem.IntentAlreadyClaimed, "Another runner claimed this start intent first; a claim is never replaced.")
-	case row.State != IntentOpen:
-		return 0, nil, problem.Newf(problem.IntentExpired, "This start intent is %s: it can no longer be claimed.", row.State)
-	}
-	return 0, nil, problem.New(problem.IntentExpired, "This start intent expired before it was claimed.")
+	plan.Check(notPolling,
+		`SELECT count(*) = 1 FROM arena_runners WHERE agent_id = ? AND id = ? AND availability = ? AND heartbeat_at > ?`,
+		agentID, in.RunnerID, Online, now.Add(-r.cfg.RunnerTimeout))
+	plan.Add(plan.Build().Model(&intentRow{}).Where("id = ? AND state = ? AND expires_at > ?", row.ID, IntentOpen, now).
+		Updates(map[string]any{"state": IntentClaimed, "runner_id": in.RunnerID, "declared_model": in.DeclaredModel, "claimed_at": now, "updated_at": now}), 1,
+		func(ctx context.Context, db *gorm.DB) error {
+			row, err := readIntent(db.WithContext(ctx), agentID, intentID)
+			switch {
+			case err != nil:
+				return err
+			case row.RunnerID != nil && *row.RunnerID == in.RunnerID:
+				return nil // this runner's claim won on another request: planned again, it answers that claim
+			case row.RunnerID != nil:
+				return problem.New(problem.IntentAlreadyClaimed, "Another runner claimed this start intent first; a claim is never replaced.")
+			case row.State != IntentOpen:
+				return problem.Newf(problem.IntentExpired, "This start intent is %s: it can no longer be claimed.", row.State)
+			}
+			return problem.New(problem.IntentExpired, "This start intent expired before it was claimed.")
+		})
+	row.State, row.RunnerID, row.DeclaredModel, row.ClaimedAt, row.UpdatedAt = IntentClaimed, &in.RunnerID, in.DeclaredModel, &now, now
+	return http.StatusOK, row.claim(), nil
 }
 
-// Status records the claiming runner's state of the intent, on tx: forward only, from a fixed list.
-func (r *Runners) Status(ctx context.Context, tx *gorm.DB, agentID, intentID string, in StatusRequest) (int, any, error) {
-	row, err := readIntent(database.ForUpdate(tx), agentID, intentID)
+// Status plans the claiming runner's state of the intent: forward only, from a fixed list. It decides
+// from the intent as read before the write, and the update holds only while the intent is still in the
+// state read (every change moves the state forward); otherwise it is decided again.
+func (r *Runners) Status(ctx context.Context, plan *port.Plan, agentID, intentID string, in StatusRequest) (int, any, error) {
+	row, err := readIntent(plan.Read, agentID, intentID)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -214,9 +215,9 @@ func (r *Runners) Status(ctx context.Context, tx *gorm.DB, agentID, intentID str
 		return 0, nil, problem.Newf(problem.StatusNotForward, "The start intent is %s; a status moves forward only (claimed, starting, running, then stopped or failed).", row.State).With("state", row.State)
 	}
 	now := r.now()
-	if err := tx.Model(&intentRow{}).Where("id = ?", row.ID).Updates(map[string]any{"state": in.State, "reason_code": in.ReasonCode, "updated_at": now}).Error; err != nil {
-		return 0, nil, fmt.Errorf("record status: %w", err)
-	}
+	plan.Add(plan.Build().Model(&intentRow{}).Where("id = ? AND state = ?", row.ID, row.State).
+		Updates(map[string]any{"state": in.State, "reason_code": in.ReasonCode, "updated_at": now}), 1,
+		func(context.Context, *gorm.DB) error { return nil }) // another status moved it first: decided again
 	return http.StatusOK, StatusResponse{IntentID: row.ID, State: in.State, ReasonCode: in.ReasonCode, UpdatedAt: now}, nil
 }
 

@@ -246,7 +246,7 @@ func TestConcurrentClaims(t *testing.T) {
 			runners[i] = newID()
 			w.polled(t, alice, runners[i])
 		}
-		w.slowReads(t, "arena_runners", 20*time.Millisecond) // between reading the open intent and claiming it
+		w.slowReads(t, "arena_intents", 20*time.Millisecond) // between reading the open intent and claiming it
 		w.warm(t, 16)
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -291,6 +291,43 @@ func TestConcurrentClaims(t *testing.T) {
 				ok(t, r, http.StatusOK, "claim-response")
 			} else {
 				testkit.Expect(t, r, http.StatusConflict, string(problem.IntentAlreadyClaimed))
+			}
+		}
+	})
+}
+
+// TestConcurrentStatuses: the claiming runner reports "running" and "starting" at once, each read
+// before either writes; a status never moves an intent back, so it ends running, "running" is always
+// answered 200, and "starting" either came first (200) or is refused as not forward. On both databases,
+// for several rounds.
+func TestConcurrentStatuses(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		t.Parallel()
+		w := newWorld(t, dialect, arena.DefaultConfig())
+		alice := agent("alice")
+		runner := newID()
+		w.polled(t, alice, runner)
+		w.slowReads(t, "arena_intents", 30*time.Millisecond) // between reading the intent's state and moving it
+		w.warm(t, 4)
+		for round := range 4 {
+			m := w.open(t, map[string]port.Principal{"north": alice})
+			intent := intentOf(t, m, "north")
+			ok(t, w.claim(t, alice, intent, `{"runner_id":"`+runner+`"}`), http.StatusOK, "claim-response")
+			var wg sync.WaitGroup
+			var running, starting testkit.Result
+			wg.Go(func() { running = w.status(t, alice, intent, `{"runner_id":"`+runner+`","state":"running"}`) })
+			wg.Go(func() { starting = w.status(t, alice, intent, `{"runner_id":"`+runner+`","state":"starting"}`) })
+			wg.Wait()
+			ok(t, running, http.StatusOK, "status-response")
+			if starting.Status != http.StatusOK {
+				testkit.Expect(t, starting, http.StatusConflict, string(problem.StatusNotForward))
+			}
+			shown, err := w.matches.Show(context.Background(), m.MatchID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := shown.Intents[0].State; got != arena.IntentRunning {
+				t.Fatalf("round %d: the intent is %s after running (%d) and starting (%d), want running", round, got, running.Status, starting.Status)
 			}
 		}
 	})
