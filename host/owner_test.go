@@ -1,10 +1,14 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,6 +17,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/svcforum/svc/database/dbtest"
+	"github.com/svcforum/svc/modules/onboarding"
+	"github.com/svcforum/svc/modules/sigv1"
 )
 
 // Owners on the assembled service (WIRE.md section 11, issue 14), on both databases: an agent the
@@ -184,5 +190,67 @@ func TestOwnerLinkAndPersonalityDraft(t *testing.T) {
 				t.Fatalf("after signing out:\n%s", text)
 			}
 		})
+	})
+}
+
+// TestOwnerLinkTakesItsAdmission: an owner link runs in one transaction whose first statement is the
+// guard's admission (database.WriteTx), on both databases. Its Idempotency-Key answers the stored
+// response; a link refused by a start limit (429) has used its nonce, frees its key and counts
+// nothing: the limits and the link roll back with the write, so the agent's own limit (5) counts the
+// accepted links only.
+func TestOwnerLinkTakesItsAdmission(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		fb := newServiceBench(t, dbtest.URL(t, dialect))
+		link := func(key, email string) *httptest.ResponseRecorder {
+			return fb.post(t, onboarding.OwnerLinksPath, key, `{"email":"`+email+`"}`)
+		}
+		accepted := func(rec *httptest.ResponseRecorder) {
+			t.Helper()
+			if rec.Code != http.StatusAccepted || rec.Header().Get(sigv1.HeaderReplayed) != "" {
+				t.Fatalf("%d (replayed %q) %s, want 202", rec.Code, rec.Header().Get(sigv1.HeaderReplayed), rec.Body)
+			}
+			validatePublished(t, "owner-link-requested", rec.Body.Bytes())
+		}
+		refused := func(rec *httptest.ResponseRecorder, status int, code string) {
+			t.Helper()
+			var p struct {
+				Code string `json:"code"`
+			}
+			if rec.Code != status || json.Unmarshal(rec.Body.Bytes(), &p) != nil || p.Code != code {
+				t.Fatalf("%d %s, want %d %s", rec.Code, rec.Body, status, code)
+			}
+		}
+
+		first := link("link-a", "a@example.org")
+		accepted(first)
+		again := link("link-a", "a@example.org")
+		if again.Code != http.StatusAccepted || again.Header().Get(sigv1.HeaderReplayed) != "true" || !bytes.Equal(again.Body.Bytes(), first.Body.Bytes()) {
+			t.Fatalf("the key again: %d (replayed %q) %s", again.Code, again.Header().Get(sigv1.HeaderReplayed), again.Body)
+		}
+		accepted(link("link-a2", "a@example.org"))
+		accepted(link("link-a3", "a@example.org"))
+
+		// The address's limit (3): refused, and the very request sent again is a replayed nonce.
+		req := fb.request(t, onboarding.OwnerLinksPath, "link-a4", `{"email":"a@example.org"}`)
+		body, _ := io.ReadAll(req.Body)
+		send := func() *httptest.ResponseRecorder {
+			r := req.Clone(req.Context())
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			rec := httptest.NewRecorder()
+			fb.agent.ServeHTTP(rec, r)
+			return rec
+		}
+		refused(send(), http.StatusTooManyRequests, "rate_limited")
+		refused(send(), http.StatusConflict, "nonce_replayed")
+		refused(link("link-a4", "a@example.org"), http.StatusTooManyRequests, "rate_limited") // the key was freed
+
+		// The agent's limit (5) counted the three accepted links only.
+		accepted(link("link-b", "b@example.org"))
+		accepted(link("link-c", "c@example.org"))
+		refused(link("link-d", "d@example.org"), http.StatusTooManyRequests, "rate_limited")
+		var links int64
+		if err := fb.db.Table("onboarding_owner_links").Where("agent_id = ?", fb.agentID).Count(&links).Error; err != nil || links != 5 {
+			t.Fatalf("%d links stored (%v), want 5", links, err)
+		}
 	})
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/svcforum/svc/modules/arena"
 	"github.com/svcforum/svc/modules/forum"
+	"github.com/svcforum/svc/modules/onboarding"
 	"github.com/svcforum/svc/modules/reports"
 	"github.com/svcforum/svc/modules/sigv1"
 )
@@ -45,7 +46,7 @@ func TestSignedWriteCommitsOnce(t *testing.T) {
 		for i := 0; ; i++ {
 			fb.rt.reset()
 			rec := post(i)
-			if rec.Code != http.StatusOK && rec.Code != http.StatusCreated || rec.Header().Get(sigv1.HeaderReplayed) != "" {
+			if rec.Code < 200 || rec.Code > 299 || rec.Header().Get(sigv1.HeaderReplayed) != "" {
 				t.Fatalf("%s: %d (replayed %q) %s", what, rec.Code, rec.Header().Get(sigv1.HeaderReplayed), rec.Body)
 			}
 			if first == nil {
@@ -123,6 +124,14 @@ func TestSignedWriteCommitsOnce(t *testing.T) {
 		}
 		fb.rt.reset()
 		return fb.post(t, "/arena/start-intents/"+m.Intents[0].IntentID+"/status", fmt.Sprintf("status-%d", i), `{"runner_id":"`+runner+`","state":"starting"}`)
+	})
+
+	// An owner link inserts its mail job with River, which needs a transaction rather than a batch:
+	// the admission is that transaction's first statement (database.WriteTx), so it commits once too,
+	// in ten round trips (BEGIN, the admission, the agent's ownership, two start limits, the link,
+	// River's insert and its notification, the stored answer, COMMIT).
+	measure("owner link", 10, func(i int) *httptest.ResponseRecorder {
+		return fb.post(t, onboarding.OwnerLinksPath, fmt.Sprintf("link-%d", i), fmt.Sprintf(`{"email":"owner-%d@example.org"}`, i))
 	})
 
 	// (A replay makes the agent take its admission first for a while: it comes last.)

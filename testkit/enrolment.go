@@ -116,6 +116,11 @@ func (l *Limits) Take(_ context.Context, bucket string, limit int, window time.D
 	return false, max(int(start.Add(window).Sub(now).Seconds()), 1), nil
 }
 
+// TakeTx is Take: the double counts in memory, so a hit stays counted if tx rolls back.
+func (l *Limits) TakeTx(tx *gorm.DB, bucket string, limit int, window time.Duration) (bool, int, error) {
+	return l.Take(tx.Statement.Context, bucket, limit, window)
+}
+
 var (
 	_ port.Enrolment = Enrolment{}
 	_ port.Limits    = (*Limits)(nil)

@@ -51,4 +51,6 @@ type Limits interface {
 	// Take counts one hit on bucket and reports whether it is within limit per window; when it is not,
 	// retryAfter is the whole seconds (at least 1) until the window ends. Name buckets "<module>:...".
 	Take(ctx context.Context, bucket string, limit int, window time.Duration) (ok bool, retryAfter int, err error)
+	// TakeTx is Take on tx, a write's transaction: the hit commits, or rolls back, with the write.
+	TakeTx(tx *gorm.DB, bucket string, limit int, window time.Duration) (ok bool, retryAfter int, err error)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/render"
 	"github.com/svcforum/svc/contracts/schema"
+	"github.com/svcforum/svc/database"
 )
 
 // The module's agent-plane paths, relative to plugin.AgentPrefix.
@@ -35,12 +36,13 @@ func NewAgentAPI(db *gorm.DB, owners *Owners, drafts *Drafts, schemas *schema.Se
 }
 
 // AgentRoutes are the signed routes. An owner-link request is a write (idempotent, refused while writes
-// are frozen, never billed). The draft's routes change no forum content and their statuses exclude 429:
+// are frozen, never billed) in one transaction that takes the guard's admission first
+// (database.WriteTx), so that it commits once. The draft's routes change no forum content and their statuses exclude 429:
 // they are Uncounted, and acknowledge and discard are idempotent by their nature (repeating what
 // succeeded answers the same outcome), so the Idempotency-Key is signed but not remembered.
 func AgentRoutes(a *AgentAPI) plugin.Routes {
 	return plugin.Routes{Module: ID, Plane: plugin.Agent, Agent: []plugin.AgentRoute{
-		{Method: http.MethodPost, Path: OwnerLinksPath, Write: true, Handlers: []gin.HandlerFunc{a.requestLink}},
+		{Method: http.MethodPost, Path: OwnerLinksPath, Write: true, Planned: true, Handlers: []gin.HandlerFunc{a.requestLink}},
 		{Method: http.MethodGet, Path: DraftPath, Uncounted: true, Handlers: []gin.HandlerFunc{a.readDraft}},
 		{Method: http.MethodPost, Path: AcknowledgePath, Uncounted: true, Handlers: []gin.HandlerFunc{a.acknowledge}},
 		{Method: http.MethodPost, Path: DiscardPath, Uncounted: true, Handlers: []gin.HandlerFunc{a.discard}},
@@ -56,11 +58,7 @@ func (a *AgentAPI) requestLink(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	p, _ := port.PrincipalFrom(ctx)
-	if err := a.owners.LinkAdmission(ctx, p, req.Email); err != nil {
-		render.Error(c, err)
-		return
-	}
-	status, body, err := port.Write(ctx, a.db, func(tx *gorm.DB) (int, any, error) {
+	status, body, err := database.WriteTx(ctx, a.db, func(tx *gorm.DB) (int, any, error) {
 		return a.owners.RequestLink(ctx, tx, p, req.Email)
 	})
 	if err != nil {

@@ -29,19 +29,6 @@ type OwnerLinkRequested struct {
 	ConfirmWithinSeconds int    `json:"confirm_within_seconds"`
 }
 
-// LinkAdmission checks, before the write's transaction, whether the signed agent p may ask to be linked
-// to the owner of email: 409 owner_already_linked, then the start limits (429). The limits are kept on
-// their own connection, which SQLite's one writer could not give while a write transaction is open.
-func (o *Owners) LinkAdmission(ctx context.Context, p port.Principal, email string) error {
-	if err := ownerless(o.db.WithContext(ctx), p.AgentID); err != nil {
-		return err
-	}
-	if err := o.take(ctx, "link-agent:"+p.AgentID, o.cfg.LinkAgentLimit, "owner-link requests by this agent"); err != nil {
-		return err
-	}
-	return o.take(ctx, "link-address:"+hashToken(normalEmail(email)), o.cfg.LinkAddressLimit, "owner-link requests naming this address")
-}
-
 // ownerless is 409 owner_already_linked when the agent has an owner.
 func ownerless(db *gorm.DB, agentID string) error {
 	var owned int64
@@ -55,11 +42,17 @@ func ownerless(db *gorm.DB, agentID string) error {
 }
 
 // RequestLink records the signed agent p's request to be linked to the owner of email, on tx, the
-// write's transaction (after LinkAdmission). The request does the same work whatever the address: a
-// job (LinkArgs) decides whether an account has it and mails the confirmation only then, so neither
-// the answer nor its timing tells.
+// write's transaction: 409 owner_already_linked, then the start limits (429), counted with the write.
+// The request does the same work whatever the address: a job (LinkArgs) decides whether an account has
+// it and mails the confirmation only then, so neither the answer nor its timing tells.
 func (o *Owners) RequestLink(ctx context.Context, tx *gorm.DB, p port.Principal, email string) (int, any, error) {
 	if err := ownerless(tx, p.AgentID); err != nil {
+		return 0, nil, err
+	}
+	if err := o.take(ctx, tx, "link-agent:"+p.AgentID, o.cfg.LinkAgentLimit, "owner-link requests by this agent"); err != nil {
+		return 0, nil, err
+	}
+	if err := o.take(ctx, tx, "link-address:"+hashToken(normalEmail(email)), o.cfg.LinkAddressLimit, "owner-link requests naming this address"); err != nil {
 		return 0, nil, err
 	}
 	now := o.clock.Now()

@@ -133,6 +133,11 @@ func (l limits) Take(ctx context.Context, bucket string, limit int, window time.
 	return l.l.Take(ctx, bucket, limit, window, l.clock.Now())
 }
 
+// TakeTx counts one hit on bucket now, on tx.
+func (l limits) TakeTx(tx *gorm.DB, bucket string, limit int, window time.Duration) (bool, int, error) {
+	return take(tx, bucket, limit, window, l.clock.Now())
+}
+
 var (
 	_ port.Enrolment = (*Enrolment)(nil)
 	_ port.Limits    = limits{}
