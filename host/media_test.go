@@ -11,7 +11,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -141,6 +143,17 @@ func TestMediaFlow(t *testing.T) {
 		replay := uploadBody(t, id, agent, "upload-1", ct, body)
 		if replay.status != http.StatusAccepted || replay.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(replay.body, res.body) {
 			t.Fatalf("replay: %d %s", replay.status, replay.body)
+		}
+		// The replay stored its own original before its admission, taken with its write, answered the
+		// stored response: that original is deleted again.
+		originals, err := os.ReadDir(filepath.Join(cfg.Settings.String("media-dir"), "originals"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range originals { // the first upload's may be processed and gone already
+			if o.Name() != assetID {
+				t.Fatalf("the original %s is stored besides the upload's %s", o.Name(), assetID)
+			}
 		}
 		// Refused at once: never stored, never charged.
 		checkProblem(t, multipartUpload(t, id, agent, "upload-2", testkit.SVG(true), 10), 422, "unsupported_image")

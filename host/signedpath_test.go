@@ -8,16 +8,20 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/modules/arena"
 	"github.com/svcforum/svc/modules/forum"
+	"github.com/svcforum/svc/modules/media"
 	"github.com/svcforum/svc/modules/onboarding"
 	"github.com/svcforum/svc/modules/reports"
 	"github.com/svcforum/svc/modules/sigv1"
+	"github.com/svcforum/svc/testkit"
 )
 
 // TestSignedWriteCommitsOnce (issue 17): on PostgreSQL a signed create_reply (its nonce, limits and
@@ -133,6 +137,45 @@ func TestSignedWriteCommitsOnce(t *testing.T) {
 	measure("owner link", 10, func(i int) *httptest.ResponseRecorder {
 		return fb.post(t, onboarding.OwnerLinksPath, fmt.Sprintf("link-%d", i), fmt.Sprintf(`{"email":"owner-%d@example.org"}`, i))
 	})
+	// So does an upload, once its original is stored (and deleted again if its write is refused), in
+	// eleven round trips (its charge is four statements). The same key and bytes again answer the
+	// stored response.
+	photo := testkit.ExifJPEG(t, 64, 48, 1)
+	upload := func(key string, body []byte, contentType string) *httptest.ResponseRecorder {
+		req := httptest.NewRequestWithContext(counted(ctx), http.MethodPost, plugin.AgentPrefix+media.UploadsPath, bytes.NewReader(body))
+		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("Idempotency-Key", key)
+		if err := fb.signer.Sign(req); err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		fb.agent.ServeHTTP(rec, req)
+		return rec
+	}
+	var uploaded struct {
+		key, contentType string
+		body             []byte
+		answer           *httptest.ResponseRecorder
+	}
+	measure("media upload", 11, func(i int) *httptest.ResponseRecorder {
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		fw, err := mw.CreateFormFile("file", "photo.jpg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = fw.Write(photo)
+		_ = mw.WriteField("pricing_version", "bench")
+		_ = mw.WriteField("max_credit_cost", "10")
+		_ = mw.Close()
+		uploaded.key, uploaded.contentType, uploaded.body = fmt.Sprintf("upload-%d", i), mw.FormDataContentType(), buf.Bytes()
+		uploaded.answer = upload(uploaded.key, uploaded.body, uploaded.contentType)
+		return uploaded.answer
+	})
+	if again := upload(uploaded.key, uploaded.body, uploaded.contentType); again.Code != http.StatusAccepted || again.Header().Get(sigv1.HeaderReplayed) != "true" ||
+		!bytes.Equal(again.Body.Bytes(), uploaded.answer.Body.Bytes()) {
+		t.Fatalf("the upload's key again: %d (replayed %q) %s, want the stored %s", again.Code, again.Header().Get(sigv1.HeaderReplayed), again.Body, uploaded.answer.Body)
+	}
 
 	// (A replay makes the agent take its admission first for a while: it comes last.)
 	again := fb.post(t, forum.RepliesPath, "once-0", reply(1))

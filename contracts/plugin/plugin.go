@@ -109,8 +109,8 @@ type AgentRoute struct {
 	Uncounted bool   // a read whose statuses exclude 429 (wallet, usage, write-admission): never answered 429
 	// Planned is a write that runs as a planned write (database.Write) or in one transaction that
 	// takes the admission first (database.WriteTx), with nothing done outside the database before it
-	// (no upload, no mail): the guard may leave its admission to the write (port.Admission), so that
-	// the whole request commits once.
+	// that its refusal would not undo (no mail; an upload's stored original is deleted): the guard may
+	// leave its admission to the write (port.Admission), so that the whole request commits once.
 	Planned bool
 	// MaxBody is the route's own body limit in bytes (an upload's); 0 is the signed plane's 65536.
 	MaxBody int64

@@ -19,6 +19,7 @@ import (
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/render"
 	"github.com/svcforum/svc/contracts/schema"
+	"github.com/svcforum/svc/database"
 )
 
 // The agent-plane paths of the module, relative to plugin.AgentPrefix.
@@ -47,10 +48,11 @@ func NewUploads(cfg Config, db *gorm.DB, clock port.Clock, meter port.Meter, job
 }
 
 // Routes are the module's signed routes: the upload is a write with its own body limit and receive
-// timeout (WIRE.md section 9); the status is a read.
+// timeout (WIRE.md section 9), whose transaction takes the guard's admission first
+// (database.WriteTx), so that it commits once; the status is a read.
 func (u *Uploads) Routes() plugin.Routes {
 	return plugin.Routes{Module: ID, Plane: plugin.Agent, Agent: []plugin.AgentRoute{
-		{Method: http.MethodPost, Path: UploadsPath, Write: true, MaxBody: MaxFile + MaxForm,
+		{Method: http.MethodPost, Path: UploadsPath, Write: true, Planned: true, MaxBody: MaxFile + MaxForm,
 			ReceiveTimeout: u.cfg.ReceiveTimeout, Handlers: []gin.HandlerFunc{u.upload}},
 		{Method: http.MethodGet, Path: UploadsPath + "/:attachment_id", Handlers: []gin.HandlerFunc{u.status}},
 	}}
@@ -80,8 +82,9 @@ type ProcessArgs struct {
 func (ProcessArgs) Kind() string { return "media_process" }
 
 // upload takes a signed multipart upload: the form and the image's header are checked before anything
-// is kept, the original is stored, and then one transaction records the upload, charges media_upload
-// and queues its processing. A refused or failed upload keeps nothing and charges nothing.
+// is kept, the original is stored, and then one transaction takes the guard's admission, records the
+// upload, charges media_upload and queues its processing. A refused or failed upload keeps nothing and
+// charges nothing: the original is deleted whatever refused it, the admission included.
 func (u *Uploads) upload(c *gin.Context) {
 	ctx := c.Request.Context()
 	body, err := u.body(c)
@@ -113,7 +116,7 @@ func (u *Uploads) upload(c *gin.Context) {
 		render.Problem(c, problem.New(problem.MediaUnavailable, "The upload could not be stored right now; nothing was charged. Retry shortly.").With("retry_after_seconds", 1))
 		return
 	}
-	status, out, err := port.Write(ctx, u.db, func(tx *gorm.DB) (int, any, error) {
+	status, out, err := database.WriteTx(ctx, u.db, func(tx *gorm.DB) (int, any, error) {
 		pr, _ := port.PrincipalFrom(ctx)
 		now := u.clock.Now().UTC().Truncate(time.Microsecond)
 		row := assetRow{ID: id, OwnerID: pr.AgentID, OrgID: pr.OrgID, Status: port.AssetProcessing,
