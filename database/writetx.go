@@ -40,7 +40,7 @@ func WriteTx(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) (status int,
 		fnFailed bool // fn refused or failed after the admission: the transaction rolled back
 	)
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		ok, err := runAdmission(ctx, tx, p.Steps()[0])
+		ok, err := runAdmission(tx, p.Steps()[0])
 		if err != nil {
 			return fmt.Errorf("admission: %w", err)
 		}
@@ -68,14 +68,16 @@ func WriteTx(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) (status int,
 		}
 		return nil
 	})
-	port.EndWrite(ctx, err == nil)
-	switch {
-	case err == nil:
-		p.Committed()
+	if err == nil {
 		if hasClaim {
 			claim.Settled()
 		}
+		p.Committed()
+		port.EndWrite(ctx, true)
 		return status, body, nil
+	}
+	port.EndWrite(ctx, false)
+	switch {
 	case errors.Is(err, errAdmissionRefused):
 		// Alone, the admission says why; admitted after all (what it found changed meanwhile), the
 		// write runs as port.Write runs it.
@@ -98,7 +100,7 @@ func WriteTx(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) (status int,
 // runAdmission runs the admission's step, the first of its plan, on tx and reports whether it
 // admitted: on PostgreSQL its statement checks itself (port.Step.Checked) and divides by zero when it
 // does not; on SQLite its Go step runs the statements.
-func runAdmission(ctx context.Context, tx *gorm.DB, s port.Step) (bool, error) {
+func runAdmission(tx *gorm.DB, s port.Step) (bool, error) {
 	if s.Run != nil {
 		return s.Run(tx)
 	}
@@ -108,7 +110,7 @@ func runAdmission(ctx context.Context, tx *gorm.DB, s port.Step) (bool, error) {
 	// The statement is written with positional parameters for pgx: it goes to the transaction's
 	// connection as it is, past gorm's placeholders.
 	var check int
-	err := tx.Statement.ConnPool.QueryRowContext(ctx, s.SQL, s.Vars...).Scan(append(append([]any{}, s.Scan...), &check)...)
+	err := tx.Statement.ConnPool.QueryRowContext(tx.Statement.Context, s.SQL, s.Vars...).Scan(append(append([]any{}, s.Scan...), &check)...)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == divisionByZero {
 		return false, nil

@@ -105,9 +105,12 @@ func (g *Grants) Grant(ctx context.Context, plan *port.Plan, p port.Principal, m
 	if err != nil {
 		return 0, nil, err
 	}
-	live := st.live[:min(len(st.live), 1)]
-	if len(live) == 1 && !g.keys.has(live[0].KeyID) {
-		live = nil // signed by a key no longer configured: nobody could verify it
+	var live []ticketRow // the latest live ticket that can be verified
+	for _, t := range st.live {
+		if g.keys.has(t.KeyID) { // one signed by a key no longer configured cannot be
+			live = []ticketRow{t}
+			break
+		}
 	}
 	if len(live) == 1 && live[0].JKT != jkt {
 		wait := max(1, int(math.Ceil(live[0].ExpiresAt.Sub(now).Seconds())))
@@ -118,7 +121,9 @@ func (g *Grants) Grant(ctx context.Context, plan *port.Plan, p port.Principal, m
 		wait := max(1, int(math.Ceil(match.GrantsUntil.Sub(now).Seconds())))
 		return 0, nil, problem.Newf(problem.GrantRequestsExhausted, "This seat used its %d grant requests in this match.", g.cfg.GrantRequests).With("retry_after_seconds", wait)
 	}
-	// Each check fails only when what the grant was decided from changed: it is then decided again.
+	// Each check fails only when what the grant was decided from changed under it (the match closed,
+	// a concurrent grant counted or issued a ticket): it is then decided again, which refuses or
+	// answers. The seat's count only grows and a ticket is issued once, so that converges.
 	changed := func(context.Context, *gorm.DB) error { return nil }
 	plan.Check(changed, `SELECT count(*) = 1 FROM arena_matches WHERE id = ? AND state = ?`, matchID, MatchOpen)
 	plan.Exec(1, changed, `UPDATE arena_seats SET grant_requests = grant_requests + 1 WHERE match_id = ? AND name = ? AND grant_requests < ?`,

@@ -416,6 +416,35 @@ func TestGrantKeyRotation(t *testing.T) {
 	})
 }
 
+// TestGrantSkipsUnverifiableTickets: the live ticket that decides a grant is the latest one a
+// configured key signed. Here A signs a ticket, A is dropped (so a ticket for another session key is
+// signed by B and expires later), then B is dropped and A is back: A's ticket, still live and
+// verifiable, is answered to its key again and keeps every other key out.
+func TestGrantSkipsUnverifiableTickets(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		t.Parallel()
+		cfgA, kidA := keyedConfig(t)
+		cfgB, kidB := keyedConfig(t)
+		w := newWorld(t, dialect, cfgA)
+		alice := agent("alice")
+		m := w.open(t, map[string]port.Principal{"north": alice})
+		_, first := sessionKey(t)
+		signedByA := decodeTicket(t, w.grant(t, alice, m.MatchID, "north", first))
+		w.configure(t, cfgB)
+		w.clock.Add(time.Minute)
+		_, second := sessionKey(t)
+		if signedByB := decodeTicket(t, w.grant(t, alice, m.MatchID, "north", second)); signedByB.KeyID != kidB {
+			t.Fatalf("with A gone, a ticket signed by %s, want %s", signedByB.KeyID, kidB)
+		}
+		w.configure(t, cfgA)
+		if again := decodeTicket(t, w.grant(t, alice, m.MatchID, "north", first)); again.Ticket != signedByA.Ticket || again.KeyID != kidA {
+			t.Fatalf("A's live ticket was not answered again: key %s", again.KeyID)
+		}
+		_, third := sessionKey(t)
+		testkit.Expect(t, w.grant(t, alice, m.MatchID, "north", third), http.StatusConflict, string(problem.TicketLiveForOtherKey))
+	})
+}
+
 // NewGrantKeys reads comma-separated standard-base64 Ed25519 seeds: none is valid (no key); a malformed
 // or short seed, or a key given twice, stops start-up. A key's id is its public key's thumbprint.
 func TestNewGrantKeys(t *testing.T) {

@@ -194,31 +194,54 @@ func (r *Runners) Claim(ctx context.Context, plan *port.Plan, agentID, intentID 
 
 // Status plans the claiming runner's state of the intent: forward only, from a fixed list. It decides
 // from the intent as read before the write, and the update holds only while the intent is still in the
-// state read (every change moves the state forward); otherwise it is decided again.
+// state read (every change moves the state forward); otherwise it is decided again from the intent as
+// it is then. An intent moves at most three times after its claim, so that converges.
 func (r *Runners) Status(ctx context.Context, plan *port.Plan, agentID, intentID string, in StatusRequest) (int, any, error) {
 	row, err := readIntent(plan.Read, agentID, intentID)
 	if err != nil {
 		return 0, nil, err
 	}
-	switch {
-	case row.RunnerID == nil:
-		return 0, nil, problem.New(problem.IntentNotClaimed, "No runner claimed this start intent: claim it first.")
-	case *row.RunnerID != in.RunnerID:
-		return 0, nil, problem.New(problem.IntentAlreadyClaimed, "Another runner claimed this start intent: only the claiming runner reports its status.")
+	same, err := statusFor(row, in)
+	if err != nil {
+		return 0, nil, err
 	}
-	same := func(a, b *string) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
-	if row.State == in.State && same(row.ReasonCode, in.ReasonCode) {
+	if same {
 		return http.StatusOK, StatusResponse{IntentID: row.ID, State: row.State, ReasonCode: row.ReasonCode, UpdatedAt: row.UpdatedAt.UTC()}, nil
-	}
-	from, to := stateRank[row.State], stateRank[in.State]
-	if to <= from || from == stateRank[IntentStopped] {
-		return 0, nil, problem.Newf(problem.StatusNotForward, "The start intent is %s; a status moves forward only (claimed, starting, running, then stopped or failed).", row.State).With("state", row.State)
 	}
 	now := r.now()
 	plan.Add(plan.Build().Model(&intentRow{}).Where("id = ? AND state = ?", row.ID, row.State).
 		Updates(map[string]any{"state": in.State, "reason_code": in.ReasonCode, "updated_at": now}), 1,
-		func(context.Context, *gorm.DB) error { return nil }) // another status moved it first: decided again
+		func(ctx context.Context, db *gorm.DB) error {
+			// Another status moved it first: refused now if this one no longer moves it forward,
+			// else decided again.
+			row, err := readIntent(db.WithContext(ctx), agentID, intentID)
+			if err != nil {
+				return err
+			}
+			_, err = statusFor(row, in)
+			return err
+		})
 	return http.StatusOK, StatusResponse{IntentID: row.ID, State: in.State, ReasonCode: in.ReasonCode, UpdatedAt: now}, nil
+}
+
+// statusFor decides a status report on the intent as row holds it: its refusal, or whether it is the
+// intent's state and reason already (same: answered as it is), else it moves the intent forward.
+func statusFor(row intentRow, in StatusRequest) (same bool, err error) {
+	switch {
+	case row.RunnerID == nil:
+		return false, problem.New(problem.IntentNotClaimed, "No runner claimed this start intent: claim it first.")
+	case *row.RunnerID != in.RunnerID:
+		return false, problem.New(problem.IntentAlreadyClaimed, "Another runner claimed this start intent: only the claiming runner reports its status.")
+	}
+	equal := func(a, b *string) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
+	if row.State == in.State && equal(row.ReasonCode, in.ReasonCode) {
+		return true, nil
+	}
+	from, to := stateRank[row.State], stateRank[in.State]
+	if to <= from || from == stateRank[IntentStopped] {
+		return false, problem.Newf(problem.StatusNotForward, "The start intent is %s; a status moves forward only (claimed, starting, running, then stopped or failed).", row.State).With("state", row.State)
+	}
+	return false, nil
 }
 
 // checkDeclaredModel applies the content policy to the one text a runner sends: it reaches the
