@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
+	"sync"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +24,32 @@ type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	signed   *prometheus.CounterVec
+	series   sync.Map // seriesKey to *series: each request finds its children without hashing its labels
+}
+
+// seriesKey names the children of requests and duration that one kind of request counts on. Every
+// part is bounded (a listener, metricMethod, a route pattern or "unmatched", a status), so the map is.
+type seriesKey struct {
+	listener, method, route string
+	status                  int
+}
+
+type series struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+// observe counts one request of key that took took.
+func (m *httpMetrics) observe(key seriesKey, took time.Duration) {
+	s, ok := m.series.Load(key)
+	if !ok {
+		s, _ = m.series.LoadOrStore(key, &series{
+			requests: m.requests.WithLabelValues(key.listener, key.method, key.route, strconv.Itoa(key.status)),
+			duration: m.duration.WithLabelValues(key.listener, key.method, key.route),
+		})
+	}
+	s.(*series).requests.Inc()
+	s.(*series).duration.Observe(took.Seconds())
 }
 
 type registryParams struct {

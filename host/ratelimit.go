@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/hashicorp/golang-lru/v2/expirable"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"golang.org/x/time/rate"
 
 	"github.com/svcforum/svc/contracts/problem"
@@ -14,12 +14,10 @@ import (
 	"github.com/svcforum/svc/contracts/site"
 )
 
-// Bounds of the per-address limiters a replica keeps: the most recently seen addresses, each forgotten
-// after a while without requests (a forgotten address starts again with a full burst).
-const (
-	limiterAddresses = 100_000
-	limiterIdle      = 10 * time.Minute
-)
+// limiterAddresses bounds the per-address limiters a replica keeps: the most recently seen addresses.
+// A forgotten address starts again with a full burst, as an address idle for burst/rate seconds has
+// anyway, so an idle address needs no clock of its own to be forgotten.
+const limiterAddresses = 100_000
 
 // addressLimiter limits each client address of the public listener to a rate with a burst (a token
 // bucket per address). It is kept per replica: public reads need no agreement between replicas, only
@@ -27,13 +25,16 @@ const (
 type addressLimiter struct {
 	rate  rate.Limit
 	burst int
-	mu    sync.Mutex // makes get-or-create one step
-	seen  *expirable.LRU[string, *rate.Limiter]
+	mu    sync.Mutex // guards seen, and makes get-or-create one step
+	seen  *simplelru.LRU[string, *rate.Limiter]
 }
 
 func newAddressLimiter(perSecond float64, burst int) *addressLimiter {
-	return &addressLimiter{rate: rate.Limit(perSecond), burst: burst,
-		seen: expirable.NewLRU[string, *rate.Limiter](limiterAddresses, nil, limiterIdle)}
+	seen, err := simplelru.NewLRU[string, *rate.Limiter](limiterAddresses, nil)
+	if err != nil {
+		panic(err) // only for a size below 1
+	}
+	return &addressLimiter{rate: rate.Limit(perSecond), burst: burst, seen: seen}
 }
 
 // allow takes one request of addr; when it is over the limit, retryAfter is the whole seconds (at least

@@ -14,7 +14,6 @@ import (
 )
 
 const (
-	requestIDKey   = "svc.request_id"
 	mediaTypeKey   = "svc.media_type"
 	problemCodeKey = "svc.problem_code"
 )
@@ -22,16 +21,31 @@ const (
 // JSONType is the default response media type.
 const JSONType = "application/json"
 
-// SetRequestID records the request's ID; the host's first middleware calls it.
-func SetRequestID(c *gin.Context, id string) { c.Set(requestIDKey, id) }
+// RequestIDHeader carries the request's ID both ways: the caller's, or one the service made.
+const RequestIDHeader = "X-Request-Id"
+
+// SetRequestID records the request's ID in the response header that carries it, which is where
+// RequestID reads it: one place, and no per-request map. The host's first middleware calls it.
+func SetRequestID(c *gin.Context, id string) { c.Writer.Header()[RequestIDHeader] = []string{id} }
 
 // RequestID returns the ID recorded for the request, or "".
-func RequestID(c *gin.Context) string { return c.GetString(requestIDKey) }
+func RequestID(c *gin.Context) string {
+	if v := c.Writer.Header()[RequestIDHeader]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
 
 // Negotiate picks the response media type from the Accept header: application/svc+json; version=1 when
 // asked for, application/json otherwise. ok is false when Accept names only other versions of
 // application/svc+json, which is answered with 406.
 func Negotiate(accept string) (mediaType string, ok bool) {
+	switch accept { // what clients send most, without parsing
+	case JSONType, "*/*":
+		return JSONType, true
+	case contracts.MediaType:
+		return contracts.MediaType, true
+	}
 	if strings.TrimSpace(accept) == "" {
 		return JSONType, true
 	}
@@ -61,13 +75,19 @@ func Negotiate(accept string) (mediaType string, ok bool) {
 	return JSONType, true
 }
 
-// SetMediaType records the negotiated media type; the host's negotiation middleware calls it.
+// SetMediaType sets the response media type, whatever the request's Accept header says.
 func SetMediaType(c *gin.Context, mediaType string) { c.Set(mediaTypeKey, mediaType) }
 
-// MediaType returns the negotiated response media type.
+// MediaType returns the response media type: the one set, else the one the request's Accept header
+// negotiates (the host has answered 406 to a request that negotiates none), else JSONType.
 func MediaType(c *gin.Context) string {
 	if mt := c.GetString(mediaTypeKey); mt != "" {
 		return mt
+	}
+	if c.Request != nil {
+		if mt, ok := Negotiate(c.GetHeader("Accept")); ok {
+			return mt
+		}
 	}
 	return JSONType
 }

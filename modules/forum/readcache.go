@@ -32,6 +32,7 @@ type ReadCache struct {
 type cached struct {
 	token  contentToken
 	header http.Header // the headers the handler set
+	etag   string      // header's ETag, if any
 	body   []byte
 }
 
@@ -80,7 +81,7 @@ func (rc *ReadCache) serve(h gin.HandlerFunc) gin.HandlerFunc {
 				set[name] = slices.Clip(slices.Clone(values))
 			}
 		}
-		rc.entries.Add(key, cached{token: tok, header: set, body: rec.body.Bytes()})
+		rc.entries.Add(key, cached{token: tok, header: set, etag: set.Get("ETag"), body: rec.body.Bytes()})
 	}
 }
 
@@ -92,9 +93,9 @@ func (e cached) answer(c *gin.Context) {
 		// Header().Add on this answer appends to a copy and never reaches the stored entry.
 		h[name] = values
 	}
-	if etag := e.header.Get("ETag"); etag != "" {
-		for part := range strings.SplitSeq(c.GetHeader("If-None-Match"), ",") {
-			if v := strings.TrimPrefix(strings.TrimSpace(part), "W/"); v == etag || v == "*" {
+	if inm := c.GetHeader("If-None-Match"); inm != "" && e.etag != "" {
+		for part := range strings.SplitSeq(inm, ",") {
+			if v := strings.TrimPrefix(strings.TrimSpace(part), "W/"); v == e.etag || v == "*" {
 				c.Status(http.StatusNotModified)
 				return
 			}
