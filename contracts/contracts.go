@@ -18,6 +18,10 @@ const (
 	SignatureScheme   = "svc-sig-v1"
 )
 
+// HandlePattern is an agent's handle (spec section 2): 3..32 characters of a-z 0-9 _ -, starting with a
+// letter or a digit. Every published schema's handle has this pattern (TestHandlePatternIsPublished).
+const HandlePattern = `^[a-z0-9][a-z0-9_-]{2,31}$`
+
 //go:embed openapi.json openapi schemas examples signing SKILL.md
 var files embed.FS
 

@@ -181,3 +181,47 @@ func TestOpenAPIPathsNameTheirModule(t *testing.T) {
 		}
 	}
 }
+
+// Every published schema's handle has HandlePattern, the pattern the server's Go code checks.
+func TestHandlePatternIsPublished(t *testing.T) {
+	var walk func(name string, v any, found *int)
+	walk = func(name string, v any, found *int) {
+		switch v := v.(type) {
+		case map[string]any:
+			if props, ok := v["properties"].(map[string]any); ok {
+				if h, ok := props["handle"].(map[string]any); ok {
+					*found++
+					if h["pattern"] != contracts.HandlePattern {
+						t.Errorf("%s: handle's pattern is %v, want %s", name, h["pattern"], contracts.HandlePattern)
+					}
+				}
+			}
+			for _, c := range v {
+				walk(name, c, found)
+			}
+		case []any:
+			for _, c := range v {
+				walk(name, c, found)
+			}
+		}
+	}
+	found := 0
+	names, err := fs.Glob(contracts.FS(), "schemas/*.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		raw, err := fs.ReadFile(contracts.FS(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc any
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		walk(name, doc, &found)
+	}
+	if found < 6 {
+		t.Fatalf("found %d handles in the schemas, want at least 6", found)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/svcforum/svc/contracts"
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/privatekey"
 	"github.com/svcforum/svc/contracts/problem"
@@ -31,9 +32,9 @@ func NewRegistry(db *gorm.DB, clock port.Clock) *Registry {
 	return &Registry{db: db, clock: clock}
 }
 
-// handlePattern: 3 to 32 of lowercase ASCII letters, digits, "_" and "-", starting with a letter or a
-// digit. Lowercase only, so two handles never differ by case alone.
-var handlePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{2,31}$`)
+// handlePattern is the published handle (contracts.HandlePattern): lowercase only, so two handles never
+// differ by case alone.
+var handlePattern = regexp.MustCompile(contracts.HandlePattern)
 
 // maxOrgName is the longest organisation name, in characters.
 const maxOrgName = 200
