@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.uber.org/fx"
 
+	"github.com/svcforum/svc/contracts"
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
@@ -24,8 +25,8 @@ const agentListLimit = 25
 // maxDeclaredModels bounds the models an agent's page lists.
 const maxDeclaredModels = 20
 
-// handlePattern is sigv1's: a handle that cannot be one is not looked up.
-var handlePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{2,31}$`)
+// handlePattern is the published handle's: a handle that cannot be one is not looked up.
+var handlePattern = regexp.MustCompile(contracts.HandlePattern)
 
 // agentPage is /forum/agents/{handle}: who owns the agent, the models its posts declare, and its newest
 // threads and replies.

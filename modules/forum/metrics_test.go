@@ -1,6 +1,7 @@
 package forum_test
 
 import (
+	"maps"
 	"net/http"
 	"testing"
 
@@ -25,6 +26,31 @@ func TestFtWritesCounted(t *testing.T) {
 		got := testkit.Counters(t, w.writes.Metrics())
 		if len(got) != 1 || got[`svc_writes_total{kind="`+port.OpCreateThread+`"}`] != 1 {
 			t.Fatalf("svc_writes_total by kind: %v, want one create_thread", got)
+		}
+	})
+}
+
+// TestFtWritesCountedByOperation: each of the seven writes counts under the operation it is charged as.
+func TestFtWritesCountedByOperation(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := ftNewWorldWith(t, dialect, ftAssets{})
+		cat := w.ftCategory(t, "counted")
+		a := ftNewAgent("counter")
+		thread := w.ftThread(t, a, cat)
+		reply := w.ftReply(t, a, thread, "")
+		w.ftVote(t, a, forum.KindReply, reply, "up")
+		w.ftVote(t, a, forum.KindReply, reply, "")
+		testkit.Expect(t, w.put(t, a, forum.KindThread, thread), http.StatusOK, "")
+		testkit.Expect(t, w.put(t, a, forum.KindReply, reply), http.StatusOK, "")
+		w.ftTombstone(t, a, forum.KindReply, reply)
+
+		want := map[string]float64{}
+		for _, op := range []string{port.OpCreateThread, port.OpCreateReply, port.OpVote, port.OpClearVote,
+			port.OpManageThreadAttachments, port.OpManageReplyAttachments, port.OpTombstone} {
+			want[`svc_writes_total{kind="`+op+`"}`] = 1
+		}
+		if got := testkit.Counters(t, w.writes.Metrics()); !maps.Equal(got, want) {
+			t.Fatalf("svc_writes_total by kind: %v, want %v", got, want)
 		}
 	})
 }

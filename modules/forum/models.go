@@ -48,6 +48,12 @@ type threadRow struct {
 
 func (threadRow) TableName() string { return "forum_threads" }
 
+// threadTakesWritesSQL is the condition on a forum_threads row that the thread takes writes: neither
+// tombstoned, hidden nor locked, in an open category. Its one variable is CategoryOpen; openThread
+// and target.check explain a refusal.
+const threadTakesWritesSQL = "tombstoned_at IS NULL AND hidden_at IS NULL AND locked_at IS NULL" +
+	" AND category_id IN (SELECT id FROM forum_categories WHERE state = ?)"
+
 // replyRow is a reply.
 type replyRow struct {
 	ID            string  `gorm:"primaryKey;size:36"`

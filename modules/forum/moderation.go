@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/database"
 )
 
 // Moderation offers port.Moderation to the module that moderates content (reports): whether a post
@@ -97,7 +98,10 @@ func (Moderation) Hide(ctx context.Context, tx *gorm.DB, kind, id string, at tim
 }
 
 // VisibleIn adds to a planned write the condition that the post is still there and neither
-// tombstoned nor hidden when the write runs (Post's Visible, checked again in the write).
+// tombstoned nor hidden when the write runs (Post's Visible, checked again in the write). On
+// PostgreSQL the post's row is share-locked until the write commits, so a hide that is under way is
+// waited for (and then seen), and one that comes later waits for the write: a report never lands on a
+// post hidden while it ran. SQLite's one writer serialises them anyway.
 func (Moderation) VisibleIn(p *port.Plan, kind, id string, explain func(context.Context, *gorm.DB) error) {
 	table := "forum_threads"
 	switch kind {
@@ -108,7 +112,11 @@ func (Moderation) VisibleIn(p *port.Plan, kind, id string, explain func(context.
 		p.Refuse(fmt.Errorf("unknown post kind %q", kind))
 		return
 	}
-	p.Check(explain, "SELECT EXISTS (SELECT 1 FROM "+table+" WHERE id = ? AND tombstoned_at IS NULL AND hidden_at IS NULL)", id)
+	lock := ""
+	if p.Dialect() == database.Postgres {
+		lock = " FOR SHARE"
+	}
+	p.Check(explain, "SELECT EXISTS (SELECT 1 FROM "+table+" WHERE id = ? AND tombstoned_at IS NULL AND hidden_at IS NULL"+lock+")", id)
 }
 
 var _ port.Moderation = Moderation{}

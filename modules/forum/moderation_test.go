@@ -89,3 +89,45 @@ VALUES (?, 'reply', ?, ?, ?, ?, ?, false, false, 'png', 1, 1, 1, 1, 1, 1)`, ftID
 		}
 	})
 }
+
+// TestVisibleInWaitsForAHide (PostgreSQL, where writes run side by side): a planned write that checks a
+// post's visibility while a hide of that post is under way waits for it, and then fails with the
+// explanation instead of passing on the visibility it could read before the hide committed.
+func TestVisibleInWaitsForAHide(t *testing.T) {
+	w := ftNewWorld(t, database.Postgres)
+	a := ftNewAgent("hider")
+	thread := w.ftThread(t, a, w.ftCategory(t, "hiding"))
+	ctx := context.Background()
+	m := forum.NewModeration()
+
+	hide := w.db.Begin()
+	if err := m.Hide(ctx, hide, forum.KindThread, thread, w.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	errGone := errors.New("no longer visible")
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := database.Write(ctx, w.db, func(p *port.Plan) (int, any, error) {
+			m.VisibleIn(p, forum.KindThread, thread, func(context.Context, *gorm.DB) error { return errGone })
+			return http.StatusOK, struct{}{}, nil
+		})
+		done <- err
+	}()
+	// The write is waiting for the hide's row lock before the hide commits.
+	for waiting := int64(0); waiting == 0; {
+		select {
+		case err := <-done:
+			t.Fatalf("the write finished (%v) while the hide was under way", err)
+		default:
+		}
+		if err := w.db.Raw(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&waiting).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := hide.Commit().Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, errGone) {
+		t.Fatalf("the write after the hide: %v, want the explanation", err)
+	}
+}

@@ -37,10 +37,12 @@ func targetOf(r TargetRequest) (target, *problem.Problem) {
 // in an open category, in a thread no operator locked (its one variable is CategoryOpen).
 func (t target) openSQL() string {
 	if t.kind == KindReply {
+		// Not threadTakesWritesSQL on the reply's thread: check lets that thread be tombstoned or
+		// hidden, and the statement and its explanation must agree.
 		return "tombstoned_at IS NULL AND hidden_at IS NULL AND thread_id IN " +
 			"(SELECT th.id FROM forum_threads th JOIN forum_categories c ON c.id = th.category_id WHERE c.state = ? AND th.locked_at IS NULL)"
 	}
-	return "tombstoned_at IS NULL AND hidden_at IS NULL AND category_id IN (SELECT id FROM forum_categories WHERE state = ?) AND locked_at IS NULL"
+	return threadTakesWritesSQL
 }
 
 // planLock adds the write's first step: it locks the target's row (an UPDATE that changes nothing),
@@ -187,7 +189,7 @@ func (w *Writes) vote(c *gin.Context) {
 	}
 	value := voteValues[*req.Value]
 	ctx := c.Request.Context()
-	w.run(c, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
+	w.run(c, port.OpVote, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
 		t.planLock(plan, "", "")
 		charge, err := w.charge(ctx, plan, p, c, port.OpVote, req.Billing, t.id, 0)
 		if err != nil {
@@ -204,7 +206,7 @@ func (w *Writes) clearVote(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	w.run(c, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
+	w.run(c, port.OpClearVote, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
 		t.planLock(plan, "", "")
 		charge, err := w.charge(ctx, plan, p, c, port.OpClearVote, req.Billing, t.id, 0)
 		if err != nil {
@@ -221,7 +223,7 @@ func (w *Writes) tombstone(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	w.run(c, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
+	w.run(c, port.OpTombstone, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
 		t.planLock(plan, p.AgentID, "tombstone")
 		charge, err := w.charge(ctx, plan, p, c, port.OpTombstone, req.Billing, t.id, 0)
 		if err != nil {

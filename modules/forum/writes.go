@@ -74,8 +74,9 @@ func (w *Writes) Routes() plugin.Routes {
 }
 
 // run runs build as the request's planned write (database.Write: on PostgreSQL one round trip and
-// one commit) and answers with its response or its problem.
-func (w *Writes) run(c *gin.Context, build func(plan *port.Plan, p port.Principal, now time.Time) (any, error)) {
+// one commit) and answers with its response or its problem; op is the operation build charges, which
+// the metrics count it as.
+func (w *Writes) run(c *gin.Context, op string, build func(plan *port.Plan, p port.Principal, now time.Time) (any, error)) {
 	ctx := c.Request.Context()
 	p, _ := port.PrincipalFrom(ctx)
 	status, body, err := database.Write(ctx, w.db, func(plan *port.Plan) (int, any, error) {
@@ -93,7 +94,7 @@ func (w *Writes) run(c *gin.Context, build func(plan *port.Plan, p port.Principa
 		return
 	}
 	w.version.Changed()
-	w.wrote(c)
+	w.wrote(op)
 	render.Raw(c, status, body)
 }
 
@@ -150,7 +151,7 @@ func (w *Writes) createThread(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	w.run(c, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
+	w.run(c, port.OpCreateThread, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
 		// Counting the thread locks the category first: the lock order of every write is the content
 		// rows first, the wallet (the charge) last.
 		plan.Exec(1, func(ctx context.Context, db *gorm.DB) error { return openCategory(db, req.CategoryID) },
@@ -201,13 +202,11 @@ func (w *Writes) createReply(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	w.run(c, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
+	w.run(c, port.OpCreateReply, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
 		// Counting the reply locks the thread before the wallet (the order every write keeps), while
 		// it is open: not tombstoned, hidden or locked, in an open category.
 		plan.Exec(1, func(ctx context.Context, db *gorm.DB) error { _, err := openThread(db, req.ThreadID); return err },
-			`UPDATE forum_threads SET reply_count = reply_count + 1, last_activity = ?
-WHERE id = ? AND tombstoned_at IS NULL AND hidden_at IS NULL AND locked_at IS NULL
-  AND category_id IN (SELECT id FROM forum_categories WHERE state = ?)`,
+			"UPDATE forum_threads SET reply_count = reply_count + 1, last_activity = ? WHERE id = ? AND "+threadTakesWritesSQL,
 			now, req.ThreadID, CategoryOpen)
 		if parent := req.ParentReplyID; parent != nil {
 			plan.Check(func(ctx context.Context, db *gorm.DB) error { return openParent(db, *parent, req.ThreadID) },
