@@ -35,9 +35,10 @@ func WriteTx(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) (status int,
 	}
 	claim, hasClaim := port.ClaimFrom(ctx)
 	var (
-		status   int
-		body     []byte
-		fnFailed bool // fn refused or failed after the admission: the transaction rolled back
+		status     int
+		body       []byte
+		fnFailed   bool // fn refused or failed after the admission: the transaction rolled back
+		committing bool // everything succeeded: an error now is the commit's
 	)
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		ok, err := runAdmission(tx, p.Steps()[0])
@@ -66,6 +67,7 @@ func WriteTx(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) (status int,
 				return fmt.Errorf("store idempotent response: %w", err)
 			}
 		}
+		committing = true
 		return nil
 	})
 	if err == nil {
@@ -92,8 +94,11 @@ func WriteTx(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) (status int,
 		}
 		return 0, nil, err
 	}
-	// The admission's statement or the commit failed, and the commit may have happened: the guard
-	// settles the admission (Guard.afterward).
+	// The admission's statement, the stored response or the commit failed; the guard settles the
+	// admission (Guard.afterward), which finds its own nonce if the commit happened after all.
+	if committing {
+		err = fmt.Errorf("%w: %w", port.ErrMaybeCommitted, err)
+	}
 	return 0, nil, err
 }
 

@@ -150,3 +150,42 @@ func TestWriteTx(t *testing.T) {
 		}
 	})
 }
+
+// TestWriteCommitFailureMayHaveCommitted: a write whose COMMIT fails (here a deferred foreign key,
+// checked at COMMIT) is reported as one that may have committed, with and without an admission in
+// its transaction, so that whatever it refers to outside the database is kept.
+func TestWriteCommitFailureMayHaveCommitted(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		db := dbtest.Open(t, dialect)
+		for _, s := range []string{
+			"CREATE TABLE tx_nonces (nonce VARCHAR(16) PRIMARY KEY)",
+			"CREATE TABLE tx_parents (id VARCHAR(16) PRIMARY KEY)",
+			"CREATE TABLE tx_children (id VARCHAR(16) PRIMARY KEY, parent VARCHAR(16) REFERENCES tx_parents (id) DEFERRABLE INITIALLY DEFERRED)",
+		} {
+			if err := db.Exec(s).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		orphan := func(id string) func(tx *gorm.DB) (int, any, error) {
+			return func(tx *gorm.DB) (int, any, error) {
+				if err := tx.Exec("INSERT INTO tx_children (id, parent) VALUES (?, 'none')", id).Error; err != nil {
+					return 0, nil, err
+				}
+				return http.StatusCreated, struct{}{}, nil
+			}
+		}
+		if _, _, err := port.Write(context.Background(), db, orphan("c1")); !errors.Is(err, port.ErrMaybeCommitted) {
+			t.Fatalf("port.Write whose commit failed: %v, want ErrMaybeCommitted", err)
+		}
+		a := &txAdmission{db: db, nonce: "n1"}
+		ctx := port.WithAdmission(context.Background(), a)
+		if _, _, err := database.WriteTx(ctx, db, orphan("c2")); !errors.Is(err, port.ErrMaybeCommitted) || a.state != "uncertain" {
+			t.Fatalf("WriteTx whose commit failed: %v, admission %q; want ErrMaybeCommitted, uncertain", err, a.state)
+		}
+		// A write that fails before its commit is no such write.
+		failing := func(*gorm.DB) (int, any, error) { return 0, nil, errors.New("refused") }
+		if _, _, err := port.Write(context.Background(), db, failing); err == nil || errors.Is(err, port.ErrMaybeCommitted) {
+			t.Fatalf("a write that failed before its commit: %v", err)
+		}
+	})
+}

@@ -32,7 +32,7 @@ func newServiceBench(b testing.TB, databaseURL string) *forumBench {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg.Settings = benchSettings{settings{testSettings(), map[string]any{"arena-grant-key": grantKey}}}
+	cfg.Settings = benchSettings{settings{testSettings(), map[string]any{"arena-grant-key": grantKey, "media-dir": b.TempDir()}}}
 	cfg.CursorKeys = testCursorKey
 	cfg.PublicRate, cfg.PublicBurst = 1e9, 1e9
 	rt := &roundTrips{}

@@ -139,7 +139,7 @@ func TestSignedWriteCommitsOnce(t *testing.T) {
 	})
 	// So does an upload, once its original is stored (and deleted again if its write is refused), in
 	// eleven round trips (its charge is four statements). The same key and bytes again answer the
-	// stored response.
+	// stored response (below).
 	photo := testkit.ExifJPEG(t, 64, 48, 1)
 	upload := func(key string, body []byte, contentType string) *httptest.ResponseRecorder {
 		req := httptest.NewRequestWithContext(counted(ctx), http.MethodPost, plugin.AgentPrefix+media.UploadsPath, bytes.NewReader(body))
@@ -172,15 +172,15 @@ func TestSignedWriteCommitsOnce(t *testing.T) {
 		uploaded.answer = upload(uploaded.key, uploaded.body, uploaded.contentType)
 		return uploaded.answer
 	})
-	if again := upload(uploaded.key, uploaded.body, uploaded.contentType); again.Code != http.StatusAccepted || again.Header().Get(sigv1.HeaderReplayed) != "true" ||
-		!bytes.Equal(again.Body.Bytes(), uploaded.answer.Body.Bytes()) {
-		t.Fatalf("the upload's key again: %d (replayed %q) %s, want the stored %s", again.Code, again.Header().Get(sigv1.HeaderReplayed), again.Body, uploaded.answer.Body)
-	}
-
-	// (A replay makes the agent take its admission first for a while: it comes last.)
+	// (A replay makes the agent take its admission first for a while: the replays come last, the
+	// create_reply's first, so that its batch finds the key taken before the admission alone says so.)
 	again := fb.post(t, forum.RepliesPath, "once-0", reply(1))
 	if again.Code != first.Code || again.Header().Get(sigv1.HeaderReplayed) != "true" || !bytes.Equal(again.Body.Bytes(), first.Body.Bytes()) {
 		t.Fatalf("the key again: %d (replayed %q) %s, want the stored %s", again.Code, again.Header().Get(sigv1.HeaderReplayed), again.Body, first.Body)
+	}
+	if again := upload(uploaded.key, uploaded.body, uploaded.contentType); again.Code != http.StatusAccepted || again.Header().Get(sigv1.HeaderReplayed) != "true" ||
+		!bytes.Equal(again.Body.Bytes(), uploaded.answer.Body.Bytes()) {
+		t.Fatalf("the upload's key again: %d (replayed %q) %s, want the stored %s", again.Code, again.Header().Get(sigv1.HeaderReplayed), again.Body, uploaded.answer.Body)
 	}
 	var stored int64
 	if err := fb.db.Table("forum_replies").Where("thread_id = ?", fb.threadID).Count(&stored).Error; err != nil {

@@ -38,6 +38,11 @@ func ClaimFrom(ctx context.Context) (Claim, bool) {
 // ErrNotSuccess is returned by Write when fn reports a status outside 2xx: only a success is stored.
 var ErrNotSuccess = errors.New("a write's outcome must be a 2xx status")
 
+// ErrMaybeCommitted wraps the error of a write whose commit failed: it may have committed all the same
+// (the connection dropped while the database committed), so whatever the write refers to outside the
+// database (an upload's stored original) is kept.
+var ErrMaybeCommitted = errors.New("the write's commit failed: it may have committed")
+
 // Write is the one helper every metered write runs through: it runs fn in one transaction on db; fn
 // does the write (and its charge) and returns the 2xx status and the response value. Write marshals
 // the value with Marshal and, in the same transaction, stores status and bytes as the outcome of the
@@ -54,6 +59,7 @@ func Write(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) (status int, v
 		}
 	}
 	claim, hasClaim := ClaimFrom(ctx)
+	committing := false // fn and the stored response succeeded: an error now is the commit's
 	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var v any
 		status, v, err = fn(tx)
@@ -71,10 +77,14 @@ func Write(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) (status int, v
 				return fmt.Errorf("store idempotent response: %w", err)
 			}
 		}
+		committing = true
 		return nil
 	})
 	EndWrite(ctx, err == nil)
 	if err != nil {
+		if committing {
+			err = fmt.Errorf("%w: %w", ErrMaybeCommitted, err)
+		}
 		return 0, nil, err
 	}
 	if hasClaim {

@@ -107,12 +107,19 @@ func (u *Uploads) upload(c *gin.Context) {
 		return
 	}
 	id := uuid.Must(uuid.NewV7()).String()
+	kept := false // the upload is recorded, or may be: its original stays
+	defer func() {
+		if kept {
+			return
+		}
+		// Nothing refers to the original of an upload refused, failed or panicking after the Put (or
+		// during it: an S3 timeout after the server kept the object): remove it.
+		if derr := u.storage.Delete(context.WithoutCancel(ctx), originalKey(id)); derr != nil {
+			u.log.WarnContext(ctx, "the original of an upload that was not recorded was not deleted", "asset_id", id, "error", derr)
+		}
+	}()
 	if err := u.storage.Put(ctx, originalKey(id), form.File, "application/octet-stream"); err != nil {
 		_ = c.Error(err)
-		// A Put that failed late (an S3 timeout after the server kept the object) may have left it.
-		if derr := u.storage.Delete(context.WithoutCancel(ctx), originalKey(id)); derr != nil {
-			u.log.WarnContext(ctx, "the original of a failed upload was not deleted", "asset_id", id, "error", derr)
-		}
 		render.Problem(c, problem.New(problem.MediaUnavailable, "The upload could not be stored right now; nothing was charged. Retry shortly.").With("retry_after_seconds", 1))
 		return
 	}
@@ -137,14 +144,15 @@ func (u *Uploads) upload(c *gin.Context) {
 			StatusURL: plugin.AgentPrefix + UploadsPath + "/" + id,
 			Charge:    ChargeView{UsageEventID: r.UsageEventID, Price: r.Price, PricingVersion: r.PricingVersion, Balance: r.Balance}}, nil
 	})
+	if errors.Is(err, port.ErrMaybeCommitted) {
+		kept = true // the upload may be recorded, and its job would need the original
+		u.log.WarnContext(ctx, "an upload's commit failed and may have happened: its original is kept", "asset_id", id)
+	}
 	if err != nil {
-		// Nothing refers to the original the refused upload left: remove it now.
-		if derr := u.storage.Delete(context.WithoutCancel(ctx), originalKey(id)); derr != nil {
-			u.log.WarnContext(ctx, "the original of a refused upload was not deleted", "asset_id", id, "error", derr)
-		}
 		render.Error(c, err)
 		return
 	}
+	kept = true
 	render.Raw(c, status, out)
 }
 

@@ -15,10 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"github.com/riverqueue/river"
+	"gorm.io/gorm"
 
+	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/schema"
 	"github.com/svcforum/svc/database"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/media"
@@ -223,6 +227,35 @@ func TestUploadRefusals(t *testing.T) {
 	if r := w.upload(t, mtAlice, ct, body); r.Status != http.StatusAccepted {
 		t.Fatalf("a file of exactly %d bytes: %d %s", media.MaxFile, r.Status, r.Body)
 	}
+}
+
+// panicJobs is port.Jobs whose insert panics, as a bug in an upload's write would.
+type panicJobs struct{ testkit.Jobs }
+
+func (panicJobs) InsertTx(context.Context, *gorm.DB, river.JobArgs, *river.InsertOpts) error {
+	panic("insert")
+}
+
+// TestUploadThatPanicsKeepsNothing: an upload whose write panics after its original was stored
+// answers 500 and keeps no row, no charge, no job and no file.
+func TestUploadThatPanicsKeepsNothing(t *testing.T) {
+	t.Parallel()
+	w := mtNewWorld(t, database.SQLite)
+	cfg := media.DefaultConfig()
+	cfg.Dir = w.dir
+	uploads := media.NewUploads(cfg, w.db, testkit.NewClock(testkit.T0), w.meter, panicJobs{}, w.storage, schema.Published(),
+		&plugin.Deployment{BaseURL: mtBase}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	e := testkit.Engine(t)
+	testkit.MountAgent(t, e, "edge", []gin.HandlerFunc{testkit.StandInGuard}, uploads.Routes().Agent)
+	ct, body := form(t, testkit.JPEG(t, 8, 8), billing...)
+	req := httptest.NewRequest(http.MethodPost, plugin.AgentPrefix+media.UploadsPath, bytes.NewReader(body))
+	req.Header.Set("Content-Type", ct)
+	req.Header.Set("Idempotency-Key", "k-panic")
+	testkit.Expect(t, testkit.Serve(e, testkit.As(req, mtAlice)), http.StatusInternalServerError, string(problem.Internal))
+	if n := w.count(t, "media_assets") + w.count(t, "testkit_charges") + w.count(t, "testkit_jobs"); n != 0 {
+		t.Fatalf("the upload that panicked left %d rows", n)
+	}
+	assertNoFiles(t, w.dir)
 }
 
 // assertNoFiles fails when the storage directory holds any object.
