@@ -64,6 +64,12 @@ func multipartUpload(t *testing.T, id identity, agent, key string, file []byte, 
 // multipartBody is an upload's body (its boundary is random: a retry must resend these very bytes).
 func multipartBody(t *testing.T, file []byte, maxCost int64) (string, []byte) {
 	t.Helper()
+	return multipartBodyAt(t, file, "2026-11", maxCost)
+}
+
+// multipartBodyAt is multipartBody paying with pricing version.
+func multipartBodyAt(t *testing.T, file []byte, version string, maxCost int64) (string, []byte) {
+	t.Helper()
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
 	fw, err := mw.CreateFormFile("file", "IMG_0001.JPG")
@@ -71,7 +77,7 @@ func multipartBody(t *testing.T, file []byte, maxCost int64) (string, []byte) {
 		t.Fatal(err)
 	}
 	_, _ = fw.Write(file)
-	_ = mw.WriteField("pricing_version", "2026-11")
+	_ = mw.WriteField("pricing_version", version)
 	_ = mw.WriteField("max_credit_cost", fmt.Sprint(maxCost))
 	_ = mw.Close()
 	return mw.FormDataContentType(), buf.Bytes()

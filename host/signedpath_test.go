@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -158,17 +157,8 @@ func TestSignedWriteCommitsOnce(t *testing.T) {
 		answer           *httptest.ResponseRecorder
 	}
 	measure("media upload", 11, func(i int) *httptest.ResponseRecorder {
-		var buf bytes.Buffer
-		mw := multipart.NewWriter(&buf)
-		fw, err := mw.CreateFormFile("file", "photo.jpg")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = fw.Write(photo)
-		_ = mw.WriteField("pricing_version", "bench")
-		_ = mw.WriteField("max_credit_cost", "10")
-		_ = mw.Close()
-		uploaded.key, uploaded.contentType, uploaded.body = fmt.Sprintf("upload-%d", i), mw.FormDataContentType(), buf.Bytes()
+		ct, body := multipartBodyAt(t, photo, "bench", 10)
+		uploaded.key, uploaded.contentType, uploaded.body = fmt.Sprintf("upload-%d", i), ct, body
 		uploaded.answer = upload(uploaded.key, uploaded.body, uploaded.contentType)
 		return uploaded.answer
 	})
