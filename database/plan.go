@@ -44,14 +44,10 @@ func Write(ctx context.Context, db *gorm.DB, build func(p *port.Plan) (status in
 			port.EndWrite(ctx, false)
 			return 0, nil, err
 		}
-		if status < 200 || status > 299 {
-			port.EndWrite(ctx, false)
-			return 0, nil, fmt.Errorf("%w, got %d", port.ErrNotSuccess, status)
-		}
-		body, err := port.Marshal(v)
+		body, err := port.Answer(status, v)
 		if err != nil {
 			port.EndWrite(ctx, false)
-			return 0, nil, fmt.Errorf("marshal response: %w", err)
+			return 0, nil, err
 		}
 		if hasClaim {
 			claim.CompleteIn(p, status, body)

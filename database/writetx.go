@@ -50,13 +50,8 @@ func WriteTx(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) (status int,
 		}
 		var v any
 		status, v, err = fn(tx)
-		if err == nil && (status < 200 || status > 299) {
-			err = fmt.Errorf("%w, got %d", port.ErrNotSuccess, status)
-		}
 		if err == nil {
-			if body, err = port.Marshal(v); err != nil {
-				err = fmt.Errorf("marshal response: %w", err)
-			}
+			body, err = port.Answer(status, v)
 		}
 		if err != nil {
 			fnFailed = true

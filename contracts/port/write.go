@@ -38,6 +38,19 @@ func ClaimFrom(ctx context.Context) (Claim, bool) {
 // ErrNotSuccess is returned by Write when fn reports a status outside 2xx: only a success is stored.
 var ErrNotSuccess = errors.New("a write's outcome must be a 2xx status")
 
+// Answer is a write's outcome as the write helpers store and send it: v marshalled (Marshal), for a
+// 2xx status only.
+func Answer(status int, v any) ([]byte, error) {
+	if status < 200 || status > 299 {
+		return nil, fmt.Errorf("%w, got %d", ErrNotSuccess, status)
+	}
+	body, err := Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("marshal response: %w", err)
+	}
+	return body, nil
+}
+
 // ErrMaybeCommitted wraps the error of a write whose commit failed: it may have committed all the same
 // (the connection dropped while the database committed), so whatever the write refers to outside the
 // database (an upload's stored original) is kept.
@@ -62,15 +75,11 @@ func Write(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) (status int, v
 	committing := false // fn and the stored response succeeded: an error now is the commit's
 	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var v any
-		status, v, err = fn(tx)
-		if err != nil {
+		if status, v, err = fn(tx); err != nil {
 			return err
 		}
-		if status < 200 || status > 299 {
-			return fmt.Errorf("%w, got %d", ErrNotSuccess, status)
-		}
-		if body, err = Marshal(v); err != nil {
-			return fmt.Errorf("marshal response: %w", err)
+		if body, err = Answer(status, v); err != nil {
+			return err
 		}
 		if hasClaim {
 			if err := claim.Complete(tx, status, body); err != nil {

@@ -127,11 +127,14 @@ func readIntent(db *gorm.DB, agentID, id string) (intentRow, error) {
 	return rows[0], nil
 }
 
+// pollingSQL is the condition on arena_runners that a runner polled, online, within the runner timeout:
+// its variables are the agent, the runner, Online and the oldest heartbeat that counts.
+const pollingSQL = "agent_id = ? AND id = ? AND availability = ? AND heartbeat_at > ?"
+
 // polling is 409 runner_not_polling unless the runner polled, online, within the runner timeout.
 func (r *Runners) polling(db *gorm.DB, agentID, runnerID string, now time.Time) error {
 	var n int64
-	if err := db.Model(&runnerRow{}).Where("agent_id = ? AND id = ? AND availability = ? AND heartbeat_at > ?", agentID, runnerID, Online, now.Add(-r.cfg.RunnerTimeout)).
-		Count(&n).Error; err != nil {
+	if err := db.Model(&runnerRow{}).Where(pollingSQL, agentID, runnerID, Online, now.Add(-r.cfg.RunnerTimeout)).Count(&n).Error; err != nil {
 		return fmt.Errorf("read runner: %w", err)
 	}
 	if n == 0 {
@@ -169,9 +172,7 @@ func (r *Runners) Claim(ctx context.Context, plan *port.Plan, agentID, intentID 
 	notPolling := func(ctx context.Context, db *gorm.DB) error {
 		return r.polling(db.WithContext(ctx), agentID, in.RunnerID, now)
 	}
-	plan.Check(notPolling,
-		`SELECT count(*) = 1 FROM arena_runners WHERE agent_id = ? AND id = ? AND availability = ? AND heartbeat_at > ?`,
-		agentID, in.RunnerID, Online, now.Add(-r.cfg.RunnerTimeout))
+	plan.Check(notPolling, "SELECT count(*) = 1 FROM arena_runners WHERE "+pollingSQL, agentID, in.RunnerID, Online, now.Add(-r.cfg.RunnerTimeout))
 	plan.Add(plan.Build().Model(&intentRow{}).Where("id = ? AND state = ? AND expires_at > ?", row.ID, IntentOpen, now).
 		Updates(map[string]any{"state": IntentClaimed, "runner_id": in.RunnerID, "declared_model": in.DeclaredModel, "claimed_at": now, "updated_at": now}), 1,
 		func(ctx context.Context, db *gorm.DB) error {
