@@ -225,9 +225,17 @@ func BenchmarkConformance(b *testing.B) {
 // BenchmarkThreadPage measures a thread read through the public engine, as JSON (GET
 // /api/v1/threads/{id}: the thread with its references and votes, marshalled with an ETag) and as the
 // HTML page (GET /forum/threads/{id}: the thread and its replies rendered), each against a gin handler
-// answering the same bytes from memory (impl=baseline).
+// answering the same bytes from memory (impl=baseline), on PostgreSQL and on SQLite, where a cached
+// answer still reads the content's version row.
 func BenchmarkThreadPage(b *testing.B) {
-	fb := newForumBench(b)
+	for _, dialect := range []string{database.Postgres, database.SQLite} {
+		b.Run("db="+dialect, func(b *testing.B) {
+			benchThreadPage(b, newServiceBench(b, dbtest.URL(b, dialect)))
+		})
+	}
+}
+
+func benchThreadPage(b *testing.B, fb *forumBench) {
 	for i := range 20 {
 		if rec := fb.post(b, forum.RepliesPath, fmt.Sprintf("page-%d", i), fmt.Sprintf(`{"thread_id":%q,"body_markdown":"Reply **%d**, with [a link](https://example.com/%d) and a list:\n\n- one\n- two","billing":{"pricing_version":"bench","max_credit_cost":100}}`, fb.threadID, i, i)); rec.Code != http.StatusOK {
 			b.Fatalf("reply: %d %s", rec.Code, rec.Body)

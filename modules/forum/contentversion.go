@@ -2,6 +2,7 @@ package forum
 
 import (
 	"context"
+	"database/sql"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,7 @@ type contentToken struct {
 // soon as they commit, so that a replica reads its own writes at once.
 type ContentVersion struct {
 	db        *gorm.DB
+	postgres  bool // else SQLite
 	log       *slog.Logger
 	gen       atomic.Uint64
 	listening atomic.Bool
@@ -41,7 +43,7 @@ type ContentVersion struct {
 
 // NewContentVersion returns the version on db (the writes' pool); Start begins listening.
 func NewContentVersion(db *gorm.DB, log *slog.Logger) *ContentVersion {
-	return &ContentVersion{db: db, log: log}
+	return &ContentVersion{db: db, postgres: database.Dialect(db) == database.Postgres, log: log}
 }
 
 // Start listens on NotifyChannel on PostgreSQL, until Stop.
@@ -73,15 +75,60 @@ func (v *ContentVersion) Changed() {
 }
 
 // token returns the current version, and whether cached reads may be served and stored now.
-func (v *ContentVersion) token(ctx context.Context, read *gorm.DB) (contentToken, bool) {
+func (v *ContentVersion) token(ctx context.Context, row *versionRow) (contentToken, bool) {
 	t := contentToken{gen: v.gen.Load()}
-	if database.Dialect(v.db) == database.Postgres {
+	if v.postgres {
 		return t, v.listening.Load()
 	}
-	if err := read.WithContext(ctx).Raw(`SELECT version FROM forum_content_version WHERE id = 1`).Scan(&t.row).Error; err != nil {
+	var err error
+	if t.row, err = row.read(ctx); err != nil {
+
 		return t, false
 	}
 	return t, true
+}
+
+// versionRow reads SQLite's version row through a statement prepared on first use and kept: parsing
+// the query on every cached read was nine tenths of the read's time.
+type versionRow struct {
+	db   *gorm.DB
+	mu   sync.Mutex
+	stmt atomic.Pointer[sql.Stmt]
+}
+
+const versionRowSQL = `SELECT version FROM forum_content_version WHERE id = 1`
+
+func (r *versionRow) read(ctx context.Context) (int64, error) {
+	stmt := r.stmt.Load()
+	if stmt == nil {
+		var err error
+		if stmt, err = r.prepare(ctx); err != nil {
+			return 0, err
+		}
+	}
+	var version int64
+	err := stmt.QueryRowContext(ctx).Scan(&version)
+	return version, err
+}
+
+// prepare prepares the statement once; a failure (the table not migrated yet) is tried again on the
+// next read.
+func (r *versionRow) prepare(ctx context.Context) (*sql.Stmt, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if stmt := r.stmt.Load(); stmt != nil {
+		return stmt, nil
+	}
+	pool, err := r.db.DB()
+	if err != nil {
+		return nil, err
+	}
+	stmt, err := pool.PrepareContext(ctx, versionRowSQL)
+	if err != nil {
+		return nil, err
+	}
+	r.stmt.Store(stmt)
+	return stmt, nil
 }
 
 // listen keeps a connection listening on NotifyChannel (database.Listen), bumping the generation on

@@ -24,9 +24,13 @@ const cacheEntries = 2048
 // matching If-None-Match gets 304 as from the handler.
 type ReadCache struct {
 	version *ContentVersion
-	read    *gorm.DB // where SQLite's version row is read
-	entries *lru.Cache[string, cached]
+	row     *versionRow // SQLite's version row, read on the read pool
+	entries *lru.Cache[cacheKey, cached]
 }
+
+// cacheKey is what an answer is stored under: the request's method and address, and the media type
+// negotiated for it.
+type cacheKey struct{ method, uri, mediaType string }
 
 // cached is one stored answer.
 type cached struct {
@@ -38,11 +42,11 @@ type cached struct {
 
 // NewReadCache returns the cache, versioned by version and reading SQLite's version row on read.
 func NewReadCache(version *ContentVersion, read *gorm.DB) *ReadCache {
-	entries, err := lru.New[string, cached](cacheEntries)
+	entries, err := lru.New[cacheKey, cached](cacheEntries)
 	if err != nil {
 		panic(err) // only for a size below 1
 	}
-	return &ReadCache{version: version, read: read, entries: entries}
+	return &ReadCache{version: version, row: &versionRow{db: read}, entries: entries}
 }
 
 // UseCache makes r (and the pages on it) answer through rc.
@@ -57,12 +61,12 @@ func (rc *ReadCache) serve(h gin.HandlerFunc) gin.HandlerFunc {
 		return h
 	}
 	return func(c *gin.Context) {
-		tok, ok := rc.version.token(c.Request.Context(), rc.read)
+		tok, ok := rc.version.token(c.Request.Context(), rc.row)
 		if !ok {
 			h(c)
 			return
 		}
-		key := c.Request.Method + " " + c.Request.URL.RequestURI() + " " + render.MediaType(c)
+		key := cacheKey{c.Request.Method, c.Request.URL.RequestURI(), render.MediaType(c)}
 		if e, hit := rc.entries.Get(key); hit && e.token == tok {
 			e.answer(c)
 			return
