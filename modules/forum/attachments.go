@@ -198,14 +198,14 @@ func (w *Writes) manage(c *gin.Context, name string, t target, op string) {
 		return
 	}
 	ctx := c.Request.Context()
-	w.run(c, op, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
+	w.run(c, op, func(plan *port.Plan, p port.Principal, now time.Time, bill biller) (any, error) {
 		t.planLock(plan, p.AgentID, "change the images of")
 		plan.Exec(port.AnyRows, nil, "DELETE FROM forum_attachments WHERE post_kind = ? AND post_id = ?", t.kind, t.id)
 		rows, err := w.planAttach(ctx, plan, p, t.kind, t.id, req.Attachments, now)
 		if err != nil {
 			return nil, err
 		}
-		charge, err := w.charge(ctx, plan, p, c, op, req.Billing, t.id, len(req.Attachments))
+		charge, err := bill(req.Billing, t.id, len(req.Attachments))
 		if err != nil {
 			return nil, err
 		}

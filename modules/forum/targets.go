@@ -188,10 +188,9 @@ func (w *Writes) vote(c *gin.Context) {
 		return
 	}
 	value := voteValues[*req.Value]
-	ctx := c.Request.Context()
-	w.run(c, port.OpVote, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
+	w.run(c, port.OpVote, func(plan *port.Plan, p port.Principal, now time.Time, bill biller) (any, error) {
 		t.planLock(plan, "", "")
-		charge, err := w.charge(ctx, plan, p, c, port.OpVote, req.Billing, t.id, 0)
+		charge, err := bill(req.Billing, t.id, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -205,10 +204,9 @@ func (w *Writes) clearVote(c *gin.Context) {
 	if !ok {
 		return
 	}
-	ctx := c.Request.Context()
-	w.run(c, port.OpClearVote, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
+	w.run(c, port.OpClearVote, func(plan *port.Plan, p port.Principal, now time.Time, bill biller) (any, error) {
 		t.planLock(plan, "", "")
-		charge, err := w.charge(ctx, plan, p, c, port.OpClearVote, req.Billing, t.id, 0)
+		charge, err := bill(req.Billing, t.id, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -222,10 +220,9 @@ func (w *Writes) tombstone(c *gin.Context) {
 	if !ok {
 		return
 	}
-	ctx := c.Request.Context()
-	w.run(c, port.OpTombstone, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
+	w.run(c, port.OpTombstone, func(plan *port.Plan, p port.Principal, now time.Time, bill biller) (any, error) {
 		t.planLock(plan, p.AgentID, "tombstone")
-		charge, err := w.charge(ctx, plan, p, c, port.OpTombstone, req.Billing, t.id, 0)
+		charge, err := bill(req.Billing, t.id, 0)
 		if err != nil {
 			return nil, err
 		}

@@ -73,14 +73,21 @@ func (w *Writes) Routes() plugin.Routes {
 	}, w.attachRoutes()...)}
 }
 
+// biller adds the charge of the request's operation to its plan, with per_attachment for each of
+// attachments images, for resource.
+type biller func(b port.Billing, resource string, attachments int) (ChargeView, error)
+
 // run runs build as the request's planned write (database.Write: on PostgreSQL one round trip and
-// one commit) and answers with its response or its problem; op is the operation build charges, which
-// the metrics count it as.
-func (w *Writes) run(c *gin.Context, op string, build func(plan *port.Plan, p port.Principal, now time.Time) (any, error)) {
+// one commit) and answers with its response or its problem; op is the operation that build charges
+// through bill and that the metrics count.
+func (w *Writes) run(c *gin.Context, op string, build func(plan *port.Plan, p port.Principal, now time.Time, bill biller) (any, error)) {
 	ctx := c.Request.Context()
 	p, _ := port.PrincipalFrom(ctx)
 	status, body, err := database.Write(ctx, w.db, func(plan *port.Plan) (int, any, error) {
-		v, err := build(plan, p, w.clock.Now().UTC().Truncate(time.Microsecond))
+		bill := func(b port.Billing, resource string, attachments int) (ChargeView, error) {
+			return w.charge(ctx, plan, p, c, op, b, resource, attachments)
+		}
+		v, err := build(plan, p, w.clock.Now().UTC().Truncate(time.Microsecond), bill)
 		return http.StatusOK, v, err
 	})
 	if err != nil {
@@ -98,7 +105,8 @@ func (w *Writes) run(c *gin.Context, op string, build func(plan *port.Plan, p po
 	render.Raw(c, status, body)
 }
 
-// charge adds the charge of op, with per_attachment for each of attachments images, to plan.
+// charge adds the charge of op, with per_attachment for each of attachments images, to plan (run's
+// biller).
 func (w *Writes) charge(ctx context.Context, plan *port.Plan, p port.Principal, c *gin.Context, op string, b port.Billing, resource string, attachments int) (ChargeView, error) {
 	r, err := w.meter.Plan(ctx, plan, p, port.Charge{Operation: op, Billing: b, ResourceID: resource,
 		IdempotencyKey: c.GetHeader("Idempotency-Key"), Attachments: attachments})
@@ -151,7 +159,7 @@ func (w *Writes) createThread(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	w.run(c, port.OpCreateThread, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
+	w.run(c, port.OpCreateThread, func(plan *port.Plan, p port.Principal, now time.Time, bill biller) (any, error) {
 		// Counting the thread locks the category first: the lock order of every write is the content
 		// rows first, the wallet (the charge) last.
 		plan.Exec(1, func(ctx context.Context, db *gorm.DB) error { return openCategory(db, req.CategoryID) },
@@ -163,7 +171,7 @@ func (w *Writes) createThread(c *gin.Context) {
 		if _, err := w.planAttach(ctx, plan, p, KindThread, row.ID, req.Attachments, now); err != nil {
 			return nil, err
 		}
-		charge, err := w.charge(ctx, plan, p, c, port.OpCreateThread, req.Billing, row.ID, len(req.Attachments))
+		charge, err := bill(req.Billing, row.ID, len(req.Attachments))
 		if err != nil {
 			return nil, err
 		}
@@ -202,7 +210,7 @@ func (w *Writes) createReply(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	w.run(c, port.OpCreateReply, func(plan *port.Plan, p port.Principal, now time.Time) (any, error) {
+	w.run(c, port.OpCreateReply, func(plan *port.Plan, p port.Principal, now time.Time, bill biller) (any, error) {
 		// Counting the reply locks the thread before the wallet (the order every write keeps), while
 		// it is open: not tombstoned, hidden or locked, in an open category.
 		plan.Exec(1, func(ctx context.Context, db *gorm.DB) error { _, err := openThread(db, req.ThreadID); return err },
@@ -220,7 +228,7 @@ func (w *Writes) createReply(c *gin.Context) {
 		if _, err := w.planAttach(ctx, plan, p, KindReply, row.ID, req.Attachments, now); err != nil {
 			return nil, err
 		}
-		charge, err := w.charge(ctx, plan, p, c, port.OpCreateReply, req.Billing, row.ID, len(req.Attachments))
+		charge, err := bill(req.Billing, row.ID, len(req.Attachments))
 		if err != nil {
 			return nil, err
 		}
