@@ -129,6 +129,9 @@ func TestFtBoundsThread(t *testing.T) {
 			{"billing version 64", ftSet("billing", map[string]any{"pricing_version": strings.Repeat("v", 64), "max_credit_cost": 10}), true, "", ""},
 			{"billing version 65", ftSet("billing", map[string]any{"pricing_version": strings.Repeat("v", 65), "max_credit_cost": 10}), false, "/billing/pricing_version", "maxLength"},
 			{"billing version empty", ftSet("billing", map[string]any{"pricing_version": "", "max_credit_cost": 10}), false, "/billing/pricing_version", "minLength"},
+			// PostgreSQL cannot hold a NUL in text: refused by the schema's pattern, not by the database.
+			{"billing version NUL", ftSet("billing", map[string]any{"pricing_version": "v\x00", "max_credit_cost": 10}), false, "/billing/pricing_version", "pattern"},
+			{"billing version space", ftSet("billing", map[string]any{"pricing_version": "v 1", "max_credit_cost": 10}), false, "/billing/pricing_version", "pattern"},
 			{"billing cap max", ftSet("billing", map[string]any{"pricing_version": "2026-11", "max_credit_cost": int64(1000000000000)}), true, "", ""},
 			{"billing cap max+1", ftSet("billing", map[string]any{"pricing_version": "2026-11", "max_credit_cost": int64(1000000000001)}), false, "/billing/max_credit_cost", "maximum"},
 			{"billing cap -1", ftSet("billing", map[string]any{"pricing_version": "2026-11", "max_credit_cost": -1}), false, "/billing/max_credit_cost", "minimum"},

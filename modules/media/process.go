@@ -67,7 +67,11 @@ func (p *Processor) Work(ctx context.Context, job *river.Job[ProcessArgs]) (err 
 		}
 		return p.retryOrFail(ctx, job, FailureProcessing, fmt.Errorf("read upload: %w", err))
 	}
-	if row.Status != port.AssetProcessing {
+	switch row.Status {
+	case port.AssetFailed: // the sweeper failed it while the job waited: nothing of it is kept
+		dropFiles(ctx, p.storage, p.log, id)
+		return nil
+	case port.AssetReady:
 		return nil // a retry of a job that finished before its completion was recorded
 	}
 	original, err := p.read(ctx, originalKey(id))
@@ -106,6 +110,10 @@ func (p *Processor) Work(ctx context.Context, job *river.Job[ProcessArgs]) (err 
 	if res.Error != nil {
 		return p.retryOrFail(ctx, job, FailureProcessing, fmt.Errorf("record the processed upload: %w", res.Error))
 	}
+	if res.RowsAffected == 0 { // the sweeper failed it meanwhile: its variants are never served
+		dropFiles(ctx, p.storage, p.log, id)
+		return nil
+	}
 	p.dropOriginal(ctx, id)
 	return nil
 }
@@ -129,8 +137,8 @@ func (p *Processor) retryOrFail(ctx context.Context, job *river.Job[ProcessArgs]
 	return p.fail(ctx, job.Args.AssetID, code, cause)
 }
 
-// fail marks the upload failed with code, deletes its original, and cancels the job: no retry would
-// mend it.
+// fail marks the upload failed with code, deletes its original and any variant stored already, and
+// cancels the job: no retry would mend it.
 func (p *Processor) fail(ctx context.Context, id, code string, cause error) error {
 	ctx = context.WithoutCancel(ctx)
 	err := p.db.WithContext(ctx).Model(&assetRow{}).Where("id = ? AND status = ?", id, port.AssetProcessing).
@@ -139,7 +147,7 @@ func (p *Processor) fail(ctx context.Context, id, code string, cause error) erro
 		return fmt.Errorf("record the failed upload: %w", err) // retried: the upload must not stay processing
 	}
 	p.log.WarnContext(ctx, "an upload failed", "asset_id", id, "failure_code", code, "error", cause)
-	p.dropOriginal(ctx, id)
+	dropFiles(ctx, p.storage, p.log, id)
 	return river.JobCancel(cause)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 )
 
 // ErrNoObject is returned by Storage.Get for a key that holds nothing.
@@ -23,6 +24,18 @@ type Storage interface {
 // The keys of an asset's objects.
 func originalKey(id string) string         { return "originals/" + id }
 func variantKey(id, variant string) string { return "variants/" + id + "/" + variant }
+
+// dropFiles deletes every object of a failed upload (its original and any variant a last attempt
+// stored): a failed upload is never served, and its original may hold metadata it was never stripped
+// of. A deletion that fails is logged: the upload is failed either way.
+func dropFiles(ctx context.Context, storage Storage, log *slog.Logger, id string) {
+	ctx = context.WithoutCancel(ctx)
+	for _, key := range []string{originalKey(id), variantKey(id, VariantDisplay), variantKey(id, VariantThumb)} {
+		if err := storage.Delete(ctx, key); err != nil {
+			log.WarnContext(ctx, "an object of a failed upload was not deleted", "asset_id", id, "key", key, "error", err)
+		}
+	}
+}
 
 // NewStorage returns the storage the configuration names. It does no I/O.
 func NewStorage(c Config) (Storage, error) {

@@ -23,18 +23,20 @@ func (SweepArgs) Kind() string { return "media_sweep" }
 
 // Sweeper fails the uploads that are still processing long after any attempt of their job could have
 // ended: a job River discarded without calling the worker (its last attempt lost with its process),
-// or one whose failure could not be recorded. An upload always ends ready or failed.
+// or one whose failure could not be recorded. An upload always ends ready or failed, and a failed one
+// keeps no object: the sweeper deletes what no job will.
 type Sweeper struct {
 	river.WorkerDefaults[SweepArgs]
 	db         *gorm.DB
+	storage    Storage
 	clock      port.Clock
 	stuckAfter time.Duration
 	log        *slog.Logger
 }
 
 // NewSweeper returns the sweeper.
-func NewSweeper(cfg Config, db *gorm.DB, clock port.Clock, log *slog.Logger) *Sweeper {
-	return &Sweeper{db: db, clock: clock, stuckAfter: cfg.StuckAfter, log: log}
+func NewSweeper(cfg Config, db *gorm.DB, storage Storage, clock port.Clock, log *slog.Logger) *Sweeper {
+	return &Sweeper{db: db, storage: storage, clock: clock, stuckAfter: cfg.StuckAfter, log: log}
 }
 
 // Work fails every upload processing for longer than the setting allows.
@@ -49,15 +51,28 @@ func (s *Sweeper) Work(ctx context.Context, _ *river.Job[SweepArgs]) error {
 	return nil
 }
 
-// Sweep fails the stuck uploads and returns how many.
+// Sweep fails the stuck uploads, deletes their objects, and returns how many it failed.
 func (s *Sweeper) Sweep(ctx context.Context) (int64, error) {
 	now := s.clock.Now().UTC()
-	res := s.db.WithContext(ctx).Model(&assetRow{}).Where("status = ? AND updated_at < ?", port.AssetProcessing, now.Add(-s.stuckAfter)).
-		Updates(map[string]any{"status": port.AssetFailed, "failure_code": FailureProcessing, "updated_at": now})
-	if res.Error != nil {
-		return 0, fmt.Errorf("sweep stuck uploads: %w", res.Error)
+	stuck := s.db.WithContext(ctx).Model(&assetRow{}).Where("status = ? AND updated_at < ?", port.AssetProcessing, now.Add(-s.stuckAfter))
+	var ids []string
+	if err := stuck.Pluck("id", &ids).Error; err != nil {
+		return 0, fmt.Errorf("find stuck uploads: %w", err)
 	}
-	return res.RowsAffected, nil
+	var failed int64
+	for _, id := range ids {
+		// Still stuck: a job may have finished it since it was found.
+		res := s.db.WithContext(ctx).Model(&assetRow{}).Where("id = ? AND status = ? AND updated_at < ?", id, port.AssetProcessing, now.Add(-s.stuckAfter)).
+			Updates(map[string]any{"status": port.AssetFailed, "failure_code": FailureProcessing, "updated_at": now})
+		if res.Error != nil {
+			return failed, fmt.Errorf("sweep stuck upload %s: %w", id, res.Error)
+		}
+		if res.RowsAffected == 1 {
+			failed++
+			dropFiles(ctx, s.storage, s.log, id)
+		}
+	}
+	return failed, nil
 }
 
 var _ river.Worker[SweepArgs] = (*Sweeper)(nil)

@@ -163,6 +163,7 @@ func TestUploadRefusals(t *testing.T) {
 		{"no file", "", nil, 422, problem.ValidationFailed},
 		{"no billing", "", nil, 422, problem.ValidationFailed},
 		{"negative cap", "", nil, 422, problem.ValidationFailed},
+		{"NUL in the pricing version", "", nil, 422, problem.ValidationFailed},
 		{"unknown part", "", nil, 422, problem.ValidationFailed},
 		{"two files", "", nil, 422, problem.ValidationFailed},
 		{"not multipart", "application/json", []byte(`{}`), 415, problem.UnsupportedMediaType},
@@ -188,6 +189,8 @@ func TestUploadRefusals(t *testing.T) {
 			tc.ct, tc.body = form(t, testkit.JPEG(t, 8, 8))
 		case tc.name == "negative cap":
 			tc.ct, tc.body = form(t, testkit.JPEG(t, 8, 8), "pricing_version", "2026-01", "max_credit_cost", "-1")
+		case tc.name == "NUL in the pricing version": // which PostgreSQL cannot hold in text
+			tc.ct, tc.body = form(t, testkit.JPEG(t, 8, 8), "pricing_version", "2026\x00", "max_credit_cost", "10")
 		case tc.name == "unknown part":
 			tc.ct, tc.body = form(t, testkit.JPEG(t, 8, 8), append(billing, "caption", "hi")...)
 		case tc.name == "two files":
@@ -349,6 +352,7 @@ func TestProcessingRetriesStorageFailures(t *testing.T) {
 	if st := w.status(t, mtAlice, id).JSON(t); st["status"] != port.AssetFailed || st["failure_code"] != media.FailureStorage {
 		t.Fatalf("after the last attempt: %v", st)
 	}
+	assertNoFiles(t, w.dir) // neither the original nor the display variant the last attempt stored
 }
 
 // panicStorage panics when the original of one asset is read.
@@ -364,11 +368,14 @@ func (s panicStorage) Get(ctx context.Context, key string) (io.ReadCloser, int64
 	return s.Storage.Get(ctx, key)
 }
 
-// failingStorage keeps nothing.
+// failingStorage keeps no thumbnail: an attempt fails after it stored the display variant.
 type failingStorage struct{ media.Storage }
 
-func (failingStorage) Put(context.Context, string, []byte, string) error {
-	return errors.New("storage is down")
+func (s failingStorage) Put(ctx context.Context, key string, data []byte, contentType string) error {
+	if strings.HasSuffix(key, "/"+media.VariantThumb) {
+		return errors.New("storage is down")
+	}
+	return s.Storage.Put(ctx, key, data, contentType)
 }
 
 // TestSweepFailsStuckUploads: an upload still processing long after any attempt of its job could have
@@ -381,15 +388,21 @@ func TestSweepFailsStuckUploads(t *testing.T) {
 		ct, body := form(t, testkit.JPEG(t, 16, 16), billing...)
 		stuck := w.upload(t, mtAlice, ct, body).JSON(t)["asset_id"].(string)
 		clock := testkit.NewClock(testkit.T0.Add(media.DefaultConfig().StuckAfter + time.Minute))
-		sweeper := media.NewSweeper(media.DefaultConfig(), w.db, clock, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		sweeper := media.NewSweeper(media.DefaultConfig(), w.db, w.storage, clock, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if n, err := sweeper.Sweep(context.Background()); err != nil || n != 1 {
 			t.Fatalf("swept %d (%v), want the one stuck upload", n, err)
 		}
 		if st := w.status(t, mtAlice, stuck).JSON(t); st["status"] != port.AssetFailed || st["failure_code"] != media.FailureProcessing {
 			t.Fatalf("the stuck upload: %v", st)
 		}
+		// Its original is deleted (no job will), and a late run of its job stores nothing.
+		assertNoFiles(t, w.dir)
+		if errs := w.process(t, 1); len(errs) != 1 || errs[0] != nil {
+			t.Fatalf("the swept upload's job: %v", errs)
+		}
+		assertNoFiles(t, w.dir)
 		// A fresh upload is not stuck.
-		fresh := media.NewSweeper(media.DefaultConfig(), w.db, testkit.NewClock(testkit.T0.Add(time.Minute)), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		fresh := media.NewSweeper(media.DefaultConfig(), w.db, w.storage, testkit.NewClock(testkit.T0.Add(time.Minute)), slog.New(slog.NewTextHandler(io.Discard, nil)))
 		ct, body = form(t, testkit.JPEG(t, 16, 16), billing...)
 		req := httptest.NewRequest(http.MethodPost, "/agent-api/v1/media/uploads", bytes.NewReader(body))
 		req.Header.Set("Content-Type", ct)

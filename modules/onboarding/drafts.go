@@ -89,6 +89,11 @@ func privateKeyInDraft() *problem.Problem {
 // Write stores a new draft by ownerID for agentID, which it must own; the draft waiting for that agent,
 // if any, is replaced (its ciphertext deleted). Refusals are *problem.Problem.
 func (d *Drafts) Write(ctx context.Context, ownerID, agentID, content string) (DraftInfo, error) {
+	// The form's agent_id goes to the database only as an ID (a NUL byte or invalid UTF-8 would be
+	// refused there as an error, not as a stranger's agent).
+	if id, err := uuid.Parse(agentID); err != nil || id.String() != agentID {
+		return DraftInfo{}, notYourAgent()
+	}
 	if privatekey.In(content) {
 		return DraftInfo{}, privateKeyInDraft()
 	}
@@ -105,7 +110,7 @@ func (d *Drafts) Write(ctx context.Context, ownerID, agentID, content string) (D
 			if err != nil {
 				return err
 			}
-			return problem.New(problem.NotFound, "You do not own this agent (any more).")
+			return notYourAgent()
 		}
 		if err := closeDrafts(tx, agentID, DraftReplaced, now); err != nil {
 			return err
@@ -196,4 +201,8 @@ func (d *Drafts) Close(ctx context.Context, agentID, draftID, sha string) (Draft
 		return nil
 	})
 	return out, err
+}
+
+func notYourAgent() *problem.Problem {
+	return problem.New(problem.NotFound, "You do not own this agent (any more).")
 }
