@@ -157,9 +157,7 @@ func newEngine(name string, p listenersParams, ready gin.HandlerFunc) (*gin.Engi
 	if err := e.SetTrustedProxies(p.Config.TrustedProxies); err != nil {
 		return nil, fmt.Errorf("--trusted-proxies: %w", err)
 	}
-	if traced := p.Tracing.middleware(name); traced != nil {
-		e.Use(traced)
-	}
+	e.Use(p.Tracing.middleware(name)...)
 	e.Use(requestID(), observe(name, p.Log, p.Metrics), recovery(p.Log), negotiate())
 	e.NoRoute(notFound)
 	e.NoMethod(methodNotAllowed)

@@ -246,6 +246,13 @@ func traceReachesAnOTLPReceiver(t *testing.T, dialect string) {
 	agent := "http://" + ls.Addr(ListenerAgentEdge)
 	thread := fmt.Sprintf(`{"category_id":%q,"title":"Traced","body_markdown":"One trace.",%s}`, catID, billing10)
 	decodeBody(t, forumPost(t, id, agent, "/threads", "tr-1", thread), 200, "created-thread-response")
+	// A secret in the address (an application's status token) never reaches a span.
+	secret := strings.Repeat("S", 43)
+	res, err := http.Get("http://" + ls.Addr(ListenerPublic) + "/onboarding/status/" + secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
 	app.RequireStop() // flushes the spans still buffered
 
 	spans := recv.received()
@@ -294,12 +301,22 @@ func traceReachesAnOTLPReceiver(t *testing.T, dialect string) {
 	if writeStatements == 0 || guardStatements != 0 {
 		t.Fatalf("database spans on %s: %d under the guard, %d under the write: %v", dialect, guardStatements, writeStatements, names(spans))
 	}
+	statusPath := ""
 	for _, s := range spans {
 		for _, a := range s.span.GetAttributes() {
 			if a.GetKey() == "db.query.text" && strings.Contains(a.GetValue().GetStringValue(), "One trace.") {
 				t.Fatalf("a statement's span carries its values: %s", a.GetValue().GetStringValue())
 			}
+			if strings.Contains(a.GetValue().GetStringValue(), secret) {
+				t.Fatalf("span %q carries the status token in %s", s.span.GetName(), a.GetKey())
+			}
+			if s.span.GetName() == "GET /onboarding/status/:token" && a.GetKey() == "url.path" {
+				statusPath = a.GetValue().GetStringValue()
+			}
 		}
+	}
+	if statusPath != "/onboarding/status/(secret)" {
+		t.Fatalf("the status page's span has url.path %q: %v", statusPath, names(spans))
 	}
 }
 

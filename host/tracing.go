@@ -97,17 +97,27 @@ func untraced(c *gin.Context) bool {
 // middleware is the server span of each request on listener: it continues the caller's trace (W3C
 // traceparent) and carries the span in the request's context, where the guard and the database find
 // it. With tracing off there is none (nil), so requests do not pass through a handler for nothing.
-func (t *Tracing) middleware(listener string) gin.HandlerFunc {
+func (t *Tracing) middleware(listener string) []gin.HandlerFunc {
 	if !t.on {
 		return nil
 	}
-	return otelgin.Middleware("",
+	return []gin.HandlerFunc{otelgin.Middleware("",
 		otelgin.WithTracerProvider(t.Provider),
 		otelgin.WithPropagators(t.propagator),
 		otelgin.WithMeterProvider(metricnoop.NewMeterProvider()), // metrics are Prometheus's (/metrics)
 		otelgin.WithGinFilter(func(c *gin.Context) bool { return !untraced(c) }),
 		otelgin.WithSpanStartOptions(trace.WithAttributes(attribute.String("svc.listener", listener))),
-	)
+	), hideSecretsInSpan}
+}
+
+// hideSecretsInSpan writes the server span's url.path as the access log writes the path (loggedPath):
+// otelgin records the path as sent, which for a status, confirmation, sign-in or link address is its
+// secret token. A span's attribute set again replaces the first value, so no exporter sees it.
+func hideSecretsInSpan(c *gin.Context) {
+	if span := trace.SpanFromContext(c.Request.Context()); span.IsRecording() {
+		span.SetAttributes(attribute.String("url.path", loggedPath(c)))
+	}
+	c.Next()
 }
 
 // traceDB adds a span to each statement of db that runs inside a trace. Statements are recorded
