@@ -38,22 +38,26 @@ func Write(ctx context.Context, db *gorm.DB, build func(p *port.Plan) (status in
 	adm, hasAdmission := port.AdmissionFrom(ctx)
 	tries := attempts
 	for try := 0; try < tries; try++ {
-		p := port.NewPlan(db.WithContext(ctx))
-		status, v, err := build(p)
-		if err != nil {
-			port.EndWrite(ctx, false)
-			return 0, nil, err
-		}
-		body, err := port.Answer(status, v)
-		if err != nil {
-			port.EndWrite(ctx, false)
-			return 0, nil, err
-		}
-		if hasClaim {
-			claim.CompleteIn(p, status, body)
-		}
-		admitting := hasAdmission && adm.AdmitIn(p)
-		failed, err := RunPlan(ctx, db, p)
+		var (
+			status    int
+			body      []byte
+			admitting bool
+		)
+		p, failed, err := runPlanned(ctx, db, func(p *port.Plan) error {
+			s, v, err := build(p)
+			if err != nil {
+				return err
+			}
+			if body, err = port.Answer(s, v); err != nil {
+				return err
+			}
+			status = s
+			if hasClaim {
+				claim.CompleteIn(p, status, body)
+			}
+			admitting = hasAdmission && adm.AdmitIn(p)
+			return nil
+		})
 		if err != nil {
 			port.EndWrite(ctx, false)
 			return 0, nil, err
@@ -88,6 +92,35 @@ func Write(ctx context.Context, db *gorm.DB, build func(p *port.Plan) (status in
 	return 0, nil, ErrPlanUnsettled
 }
 
+// runPlanned plans a write with prepare and runs the plan (RunPlan), returning it with the index of
+// the step that failed (-1: committed); prepare's error is returned as it is, with nothing written. On
+// SQLite the plan is made inside the transaction, in the writer's turn: the ids and times it makes
+// then sort in commit order, as they do for every other write there (catch-up pages by them).
+func runPlanned(ctx context.Context, db *gorm.DB, prepare func(p *port.Plan) error) (*port.Plan, int, error) {
+	if Dialect(db) == Postgres {
+		p := port.NewPlan(db.WithContext(ctx))
+		if err := prepare(p); err != nil {
+			return p, 0, err
+		}
+		failed, err := runBatch(ctx, db, p.Steps())
+		return p, failed, err
+	}
+	var p *port.Plan
+	prepared := false
+	failed, err := runInTransaction(ctx, db, func(tx *gorm.DB) ([]port.Step, error) {
+		p = port.NewPlan(tx)
+		if err := prepare(p); err != nil {
+			return nil, err
+		}
+		prepared = true
+		return p.Steps(), nil
+	})
+	if err != nil && !prepared {
+		return p, 0, unwrapPrepare(err)
+	}
+	return p, failed, err
+}
+
 // RunPlan runs p's steps in order as one transaction and returns the index of the first step that
 // found other than it expected (everything is rolled back then), or -1 when all committed. On
 // PostgreSQL the steps go as one pgx batch: the server runs them in one implicit transaction, and a
@@ -97,7 +130,7 @@ func RunPlan(ctx context.Context, db *gorm.DB, p *port.Plan) (failed int, err er
 	if Dialect(db) == Postgres {
 		return runBatch(ctx, db, p.Steps())
 	}
-	return runInTransaction(ctx, db, p.Steps())
+	return runInTransaction(ctx, db, func(*gorm.DB) ([]port.Step, error) { return p.Steps(), nil })
 }
 
 // failedStep is how a transaction ends at a step that found other than it expected.
@@ -105,9 +138,15 @@ type failedStep int
 
 func (f failedStep) Error() string { return "plan step " + strconv.Itoa(int(f)) + " failed" }
 
-func runInTransaction(ctx context.Context, db *gorm.DB, steps []port.Step) (int, error) {
+// runInTransaction runs, in one transaction, the steps that steps returns on it; an error of steps
+// ends the transaction and is returned as it is.
+func runInTransaction(ctx context.Context, db *gorm.DB, steps func(tx *gorm.DB) ([]port.Step, error)) (int, error) {
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		for i, s := range steps {
+		planned, err := steps(tx)
+		if err != nil {
+			return prepareError{err}
+		}
+		for i, s := range planned {
 			ok, err := runStep(tx, s)
 			if err != nil {
 				return fmt.Errorf("write step %d: %w", i, err)
@@ -126,6 +165,20 @@ func runInTransaction(ctx context.Context, db *gorm.DB, steps []port.Step) (int,
 		return 0, err
 	}
 	return -1, nil
+}
+
+// prepareError carries the error of a plan made inside its transaction out of it unchanged.
+type prepareError struct{ err error }
+
+func (e prepareError) Error() string { return e.err.Error() }
+func (e prepareError) Unwrap() error { return e.err }
+
+func unwrapPrepare(err error) error {
+	var pe prepareError
+	if errors.As(err, &pe) {
+		return pe.err
+	}
+	return err
 }
 
 // runStep runs one step on tx and reports whether it found what it expected.
