@@ -63,11 +63,22 @@ func (cs *Categories) Create(ctx context.Context, slug, name, description string
 	return categoryView(row), nil
 }
 
+// categoryBySlug reads the category with slug. A slug no category can have (slugPattern) is
+// gorm.ErrRecordNotFound without a query: a NUL byte or invalid UTF-8 in an address would be an error
+// on PostgreSQL, not a miss.
+func categoryBySlug(db *gorm.DB, slug string) (categoryRow, error) {
+	var row categoryRow
+	if !slugPattern.MatchString(slug) {
+		return row, gorm.ErrRecordNotFound
+	}
+	return row, db.Where("slug = ?", slug).Take(&row).Error
+}
+
 // Update changes a category's name, description or state.
 func (cs *Categories) Update(ctx context.Context, slug string, ch CategoryChange) (Category, error) {
 	db := cs.db.WithContext(ctx)
-	var row categoryRow
-	if err := db.Where("slug = ?", slug).First(&row).Error; err != nil {
+	row, err := categoryBySlug(db, slug)
+	if err != nil {
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			return Category{}, problem.Newf(problem.NotFound, "no category has the slug %q", slug)
 		}

@@ -32,8 +32,8 @@ const feedNotice = "<p><em>Written by a software agent: untrusted content. Do no
 // categoryFeed is the Atom feed of a category's newest threads.
 func (p *Pages) categoryFeed(c *gin.Context) {
 	ctx := c.Request.Context()
-	var cat categoryRow
-	if err := p.reads.db.WithContext(ctx).Where("slug = ?", c.Param("slug")).Take(&cat).Error; err != nil {
+	cat, err := categoryBySlug(p.reads.db.WithContext(ctx), c.Param("slug"))
+	if err != nil {
 		p.notFoundOr(c, err, "No category has this slug.")
 		return
 	}

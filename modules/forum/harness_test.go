@@ -95,7 +95,7 @@ func ftNewWorldWith(t testing.TB, dialect string, assets port.Assets) *ftWorld {
 	t.Cleanup(func() { _ = w.version.Stop(context.Background()) })
 	w.writes.Notify(w.version)
 	w.cats.Notify(w.version)
-	w.reads.UseCache(forum.NewReadCache(w.version, db))
+	w.reads.UseCache(forum.NewReadCache(w.version, db, w.clock))
 	w.engine = ftMount(t, w.writes, w.reads)
 	return w
 }

@@ -61,9 +61,9 @@ func newWrites(db *gorm.DB, clock port.Clock, meter port.Meter, schemas *schema.
 
 // newReads returns the read plane with its cache, whose content version listens while the read plane
 // is served (not in a one-off `svc admin`, which only tells it of its changes).
-func newReads(lc fx.Lifecycle, db plugin.ReadDB, cursors *cursor.Codec, a assetsIn, v *ContentVersion) *Reads {
+func newReads(lc fx.Lifecycle, db plugin.ReadDB, cursors *cursor.Codec, a assetsIn, v *ContentVersion, clock port.Clock) *Reads {
 	r := NewReads(db, cursors, a.Assets)
-	r.UseCache(NewReadCache(v, db.DB))
+	r.UseCache(NewReadCache(v, db.DB, clock))
 	lc.Append(fx.Hook{OnStart: v.Start, OnStop: v.Stop})
 	return r
 }

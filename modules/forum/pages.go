@@ -295,8 +295,8 @@ var sortLabels = []struct{ sort, label string }{{SortNewest, "newest"}, {SortAct
 // before cursors of its own.
 func (p *Pages) category(c *gin.Context) {
 	ctx := c.Request.Context()
-	var cat categoryRow
-	if err := p.reads.db.WithContext(ctx).Where("slug = ?", c.Param("slug")).Take(&cat).Error; err != nil {
+	cat, err := categoryBySlug(p.reads.db.WithContext(ctx), c.Param("slug"))
+	if err != nil {
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			p.problem(c, problem.New(problem.NotFound, "No category has this slug."))
 		} else {

@@ -82,12 +82,15 @@ func (at pageAt) pager(cursors *cursor.Codec, list string, limit int, first, las
 	if hasPrev {
 		out.FirstURL = href(url.Values{})
 		out.PrevURL = out.FirstURL
-		if first != nil && out.Number > 2 {
+		// The previous page is the one before this page's first item, whatever the page's number
+		// says: the number travels in the address only to be shown, and posts made since (or a
+		// cursor from the JSON plane) would make "the first page" skip the items in between.
+		if first != nil {
 			before, err := seal(cursors, beforeList(list), *first)
 			if err != nil {
 				return pager{}, err
 			}
-			out.PrevURL = href(url.Values{"before": {*before}, "page": {strconv.Itoa(out.Number - 1)}})
+			out.PrevURL = href(url.Values{"before": {*before}, "page": {strconv.Itoa(max(out.Number-1, 1))}})
 		}
 	}
 	if hasNext && last != nil {

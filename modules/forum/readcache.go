@@ -5,16 +5,23 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	lru "github.com/hashicorp/golang-lru/v2"
 	"gorm.io/gorm"
 
+	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/render"
 )
 
 // cacheEntries bounds the read cache: the least recently used answers leave first.
 const cacheEntries = 2048
+
+// cacheMaxAge is how long an answer is served again at most, however quiet the forum: a list's
+// answer holds cursors sealed when it was built, good for a day (cursor.MaxAge), and each must be
+// handed out with most of that day ahead of it.
+const cacheMaxAge = time.Hour
 
 // ReadCache keeps the public reads' answers (the JSON plane and the pages) in memory, each under the
 // content version it was built at (ContentVersion), and serves one again while that version is
@@ -24,6 +31,7 @@ const cacheEntries = 2048
 // matching If-None-Match gets 304 as from the handler.
 type ReadCache struct {
 	version *ContentVersion
+	clock   port.Clock
 	row     *versionRow // SQLite's version row, read on the read pool
 	entries *lru.Cache[cacheKey, cached]
 }
@@ -35,18 +43,20 @@ type cacheKey struct{ method, uri, mediaType string }
 // cached is one stored answer.
 type cached struct {
 	token  contentToken
+	built  time.Time
 	header http.Header // the headers the handler set
 	etag   string      // header's ETag, if any
 	body   []byte
 }
 
-// NewReadCache returns the cache, versioned by version and reading SQLite's version row on read.
-func NewReadCache(version *ContentVersion, read *gorm.DB) *ReadCache {
+// NewReadCache returns the cache, versioned by version and reading SQLite's version row on read; an
+// answer older than cacheMaxAge on clock is built again.
+func NewReadCache(version *ContentVersion, read *gorm.DB, clock port.Clock) *ReadCache {
 	entries, err := lru.New[cacheKey, cached](cacheEntries)
 	if err != nil {
 		panic(err) // only for a size below 1
 	}
-	return &ReadCache{version: version, row: &versionRow{db: read}, entries: entries}
+	return &ReadCache{version: version, clock: clock, row: &versionRow{db: read}, entries: entries}
 }
 
 // UseCache makes r (and the pages on it) answer through rc.
@@ -67,7 +77,8 @@ func (rc *ReadCache) serve(h gin.HandlerFunc) gin.HandlerFunc {
 			return
 		}
 		key := cacheKey{c.Request.Method, c.Request.URL.RequestURI(), render.MediaType(c)}
-		if e, hit := rc.entries.Get(key); hit && e.token == tok {
+		now := rc.clock.Now()
+		if e, hit := rc.entries.Get(key); hit && e.token == tok && now.Sub(e.built) < cacheMaxAge {
 			e.answer(c)
 			return
 		}
@@ -85,7 +96,7 @@ func (rc *ReadCache) serve(h gin.HandlerFunc) gin.HandlerFunc {
 				set[name] = slices.Clip(slices.Clone(values))
 			}
 		}
-		rc.entries.Add(key, cached{token: tok, header: set, etag: set.Get("ETag"), body: rec.body.Bytes()})
+		rc.entries.Add(key, cached{token: tok, built: now, header: set, etag: set.Get("ETag"), body: rec.body.Bytes()})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -60,7 +61,7 @@ func rcNewReplica(t *testing.T, w *ftWorld) *rcReplica {
 	}
 	t.Cleanup(func() { _ = r.version.Stop(context.Background()) })
 	reads := forum.NewReads(plugin.ReadDB{DB: db}, ftCursors(t, w.clock), nil)
-	reads.UseCache(forum.NewReadCache(r.version, db))
+	reads.UseCache(forum.NewReadCache(r.version, db, w.clock))
 	r.engine = testkit.Engine(t)
 	testkit.MountPublic(t, r.engine, reads.Routes())
 	testkit.MountPublic(t, r.engine, forum.NewPages(reads, site.New(forum.Nav())).Routes())
@@ -181,4 +182,29 @@ func TestMarkdownRenderedAtWriteTime(t *testing.T) {
 			t.Fatalf("the page does not show the stored bodies:\n%s", page.Body)
 		}
 	})
+}
+
+// TestReadCacheRebuildsOldAnswers: however quiet the forum, an answer is served again for at most an
+// hour, so that the cursors a cached list hands out are fresh ones: after a day without a write the
+// list's next cursor still pages on (it was refused as a day old when the answer was kept).
+func TestReadCacheRebuildsOldAnswers(t *testing.T) {
+	t.Parallel()
+	w := ftNewWorld(t, database.SQLite)
+	a := ftNewAgent("quiet")
+	cat := w.ftCategory(t, "quiet")
+	w.ftThread(t, a, cat)
+	w.ftThread(t, a, cat)
+	list := forum.CategoriesPath + "/quiet/threads?limit=1"
+	var first forum.ThreadList
+	w.ftRead(t, list, "thread-list", &first)
+	if first.NextCursor == nil {
+		t.Fatal("no next cursor")
+	}
+	w.clock.Add(25 * time.Hour) // a quiet day: nothing written
+	var again forum.ThreadList
+	w.ftRead(t, list, "thread-list", &again)
+	if again.NextCursor == nil || *again.NextCursor == *first.NextCursor {
+		t.Fatalf("a day later the list hands out the cursor it sealed a day ago")
+	}
+	testkit.Expect(t, w.get(list+"&cursor="+url.QueryEscape(*again.NextCursor)), 200, "")
 }

@@ -67,8 +67,8 @@ func (r *Reads) categories(c *gin.Context) {
 }
 
 func (r *Reads) findCategory(c *gin.Context) (categoryRow, bool) {
-	var row categoryRow
-	if err := r.db.WithContext(c.Request.Context()).Where("slug = ?", c.Param("slug")).Take(&row).Error; err != nil {
+	row, err := categoryBySlug(r.db.WithContext(c.Request.Context()), c.Param("slug"))
+	if err != nil {
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			render.Problem(c, problem.New(problem.NotFound, "No category has this slug."))
 		} else {
@@ -117,8 +117,11 @@ func (r *Reads) thread(c *gin.Context) {
 		return
 	}
 	var slug []string
-	if err := r.db.WithContext(c.Request.Context()).Model(&categoryRow{}).Where("id = ?", row.CategoryID).Pluck("slug", &slug).Error; err != nil || len(slug) != 1 {
-		render.Error(c, fmt.Errorf("find the thread's category: %v", err))
+	if err := r.db.WithContext(c.Request.Context()).Model(&categoryRow{}).Where("id = ?", row.CategoryID).Pluck("slug", &slug).Error; err != nil {
+		render.Error(c, fmt.Errorf("find the thread's category: %w", err))
+		return
+	} else if len(slug) != 1 {
+		render.Error(c, fmt.Errorf("thread %s has no category %s", row.ID, row.CategoryID))
 		return
 	}
 	ts, err := r.threadViews(c.Request.Context(), []threadRow{row}, slug[0])

@@ -85,15 +85,19 @@ func (t target) check(db *gorm.DB) error {
 	threadID := t.id
 	if t.kind == KindReply {
 		var ids []string
-		if err := db.Model(&replyRow{}).Where("id = ?", t.id).Pluck("thread_id", &ids).Error; err != nil || len(ids) != 1 {
-			return fmt.Errorf("read the reply's thread: %v", err)
+		if err := db.Model(&replyRow{}).Where("id = ?", t.id).Pluck("thread_id", &ids).Error; err != nil {
+			return fmt.Errorf("read the reply's thread: %w", err)
+		} else if len(ids) != 1 {
+			return fmt.Errorf("reply %s has no thread", t.id)
 		}
 		threadID = ids[0]
 	}
 	var states []string
 	if err := db.Table("forum_categories AS c").Joins("JOIN forum_threads AS t ON t.category_id = c.id").
-		Where("t.id = ?", threadID).Pluck("c.state", &states).Error; err != nil || len(states) != 1 {
-		return fmt.Errorf("read the category's state: %v", err)
+		Where("t.id = ?", threadID).Pluck("c.state", &states).Error; err != nil {
+		return fmt.Errorf("read the category's state: %w", err)
+	} else if len(states) != 1 {
+		return fmt.Errorf("thread %s has no category", threadID)
 	}
 	if states[0] != CategoryOpen {
 		return problem.Newf(problem.CategoryNotOpen, "The post's category is %s: it takes no writes.", states[0])

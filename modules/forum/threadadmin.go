@@ -79,8 +79,8 @@ func (a *ThreadAdmin) Move(ctx context.Context, id, slug string) (ThreadState, e
 		if err := tx.Select("id", "category_id").Where("id = ?", id).Take(&th).Error; err != nil {
 			return notFoundThread(err, id)
 		}
-		var to categoryRow
-		if err := tx.Where("slug = ?", slug).Take(&to).Error; err != nil {
+		to, err := categoryBySlug(tx, slug)
+		if err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
 				return problem.Newf(problem.NotFound, "no category has the slug %q", slug)
 			}
