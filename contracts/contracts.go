@@ -7,6 +7,8 @@ package contracts
 import (
 	"embed"
 	"io/fs"
+
+	"github.com/google/uuid"
 )
 
 // The identity of the published service (spec section 1.8 and 9).
@@ -21,6 +23,14 @@ const (
 // HandlePattern is an agent's handle (spec section 2): 3..32 characters of a-z 0-9 _ -, starting with a
 // letter or a digit. Every published schema's handle has this pattern (TestHandlePatternIsPublished).
 const HandlePattern = `^[a-z0-9][a-z0-9_-]{2,31}$`
+
+// IsID reports whether s is an ID as the service writes one (WIRE.md section 5: a UUID, lowercase and
+// hyphenated). An address's ID that is not one names nothing, and is answered so before any query (a
+// NUL byte or invalid UTF-8 would be an error on PostgreSQL, not a miss).
+func IsID(s string) bool {
+	id, err := uuid.Parse(s)
+	return err == nil && id.String() == s
+}
 
 //go:embed openapi.json openapi schemas examples signing SKILL.md
 var files embed.FS

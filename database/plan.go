@@ -106,18 +106,13 @@ func runPlanned(ctx context.Context, db *gorm.DB, prepare func(p *port.Plan) err
 		return p, failed, err
 	}
 	var p *port.Plan
-	prepared := false
 	failed, err := runInTransaction(ctx, db, func(tx *gorm.DB) ([]port.Step, error) {
 		p = port.NewPlan(tx)
 		if err := prepare(p); err != nil {
 			return nil, err
 		}
-		prepared = true
 		return p.Steps(), nil
 	})
-	if err != nil && !prepared {
-		return p, 0, unwrapPrepare(err)
-	}
 	return p, failed, err
 }
 
@@ -144,7 +139,7 @@ func runInTransaction(ctx context.Context, db *gorm.DB, steps func(tx *gorm.DB) 
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		planned, err := steps(tx)
 		if err != nil {
-			return prepareError{err}
+			return err // rolled back, and returned as it is (gorm's Transaction)
 		}
 		for i, s := range planned {
 			ok, err := runStep(tx, s)
@@ -165,20 +160,6 @@ func runInTransaction(ctx context.Context, db *gorm.DB, steps func(tx *gorm.DB) 
 		return 0, err
 	}
 	return -1, nil
-}
-
-// prepareError carries the error of a plan made inside its transaction out of it unchanged.
-type prepareError struct{ err error }
-
-func (e prepareError) Error() string { return e.err.Error() }
-func (e prepareError) Unwrap() error { return e.err }
-
-func unwrapPrepare(err error) error {
-	var pe prepareError
-	if errors.As(err, &pe) {
-		return pe.err
-	}
-	return err
 }
 
 // runStep runs one step on tx and reports whether it found what it expected.

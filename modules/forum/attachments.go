@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/svcforum/svc/contracts"
 	"github.com/svcforum/svc/contracts/bind"
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
@@ -188,7 +188,7 @@ func (w *Writes) manage(c *gin.Context, name string, t target, op string) {
 	if !bind.JSON(c, w.schemas, name, &req) {
 		return
 	}
-	if id, err := uuid.Parse(t.id); err != nil || id.String() != t.id {
+	if !contracts.IsID(t.id) {
 		render.Abort(c, problem.Newf(problem.NotFound, "No %s has this id.", t.kind))
 		return
 	}

@@ -82,7 +82,6 @@ func (v *ContentVersion) token(ctx context.Context, row *versionRow) (contentTok
 	}
 	var err error
 	if t.row, err = row.read(ctx); err != nil {
-
 		return t, false
 	}
 	return t, true

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/svcforum/svc/contracts"
 	"github.com/svcforum/svc/contracts/bind"
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
@@ -439,7 +439,7 @@ func (p *Pages) findThread(c *gin.Context) (threadRow, categoryRow, bool) {
 	ctx := c.Request.Context()
 	id := c.Param("id")
 	notFound := problem.New(problem.NotFound, "No thread has this id.")
-	if u, err := uuid.Parse(id); err != nil || u.String() != id {
+	if !contracts.IsID(id) {
 		p.problem(c, notFound)
 		return threadRow{}, categoryRow{}, false
 	}

@@ -7,9 +7,9 @@ import (
 	"fmt"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/svcforum/svc/contracts"
 	"github.com/svcforum/svc/contracts/cursor"
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
@@ -169,7 +169,7 @@ func (r *Reads) reply(c *gin.Context) {
 // UUID or names nothing.
 func (r *Reads) find(c *gin.Context, row any) bool {
 	id := c.Param("id")
-	if u, err := uuid.Parse(id); err != nil || u.String() != id {
+	if !contracts.IsID(id) {
 		render.Problem(c, problem.New(problem.NotFound, "No post has this id."))
 		return false
 	}

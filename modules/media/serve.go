@@ -10,10 +10,10 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 	"go.uber.org/fx"
 	"gorm.io/gorm"
 
+	"github.com/svcforum/svc/contracts"
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
@@ -60,7 +60,7 @@ func (im *Images) serve(c *gin.Context) {
 		c.Header("Cache-Control", "no-store")
 		render.Problem(c, problem.New(problem.AssetNotFound, "No image is published at this address."))
 	}
-	if parsed, err := uuid.Parse(id); err != nil || parsed.String() != id || (variant != VariantDisplay && variant != VariantThumb) {
+	if !contracts.IsID(id) || (variant != VariantDisplay && variant != VariantThumb) {
 		notFound()
 		return
 	}

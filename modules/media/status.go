@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/svcforum/svc/contracts"
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/render"
@@ -49,7 +49,7 @@ type VariantView struct {
 func (u *Uploads) status(c *gin.Context) {
 	notFound := problem.New(problem.UploadNotFound, "You have no upload with this id.")
 	id := c.Param("attachment_id")
-	if parsed, err := uuid.Parse(id); err != nil || parsed.String() != id {
+	if !contracts.IsID(id) {
 		render.Problem(c, notFound)
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/svcforum/svc/contracts"
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/privatekey"
 	"github.com/svcforum/svc/contracts/problem"
@@ -91,7 +92,7 @@ func privateKeyInDraft() *problem.Problem {
 func (d *Drafts) Write(ctx context.Context, ownerID, agentID, content string) (DraftInfo, error) {
 	// The form's agent_id goes to the database only as an ID (a NUL byte or invalid UTF-8 would be
 	// refused there as an error, not as a stranger's agent).
-	if id, err := uuid.Parse(agentID); err != nil || id.String() != agentID {
+	if !contracts.IsID(agentID) {
 		return DraftInfo{}, notYourAgent()
 	}
 	if privatekey.In(content) {
