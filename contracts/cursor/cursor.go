@@ -20,8 +20,14 @@ import (
 // MaxLength is the longest cursor a request may carry (WIRE.md section 5).
 const MaxLength = 2048
 
-// MaxAge is how long a cursor stays good after it was issued.
+// MaxAge is how long a cursor stays good after it was issued, at least.
 const MaxAge = 24 * time.Hour
+
+// IssueStep is what a cursor's issue time is rounded down to. The same position of the same list sealed
+// twice within it is the same cursor, so a page built again after an unrelated change keeps its bytes
+// and its ETag; a cursor is good for MaxAge after the end of its step, so between MaxAge and MaxAge plus
+// IssueStep in all.
+const IssueStep = time.Hour
 
 // MinKeyBytes is the shortest key accepted: a key is as strong as its length.
 const MinKeyBytes = 32
@@ -89,7 +95,7 @@ func (c *Codec) Seal(list string, v any) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("encode cursor: %w", err)
 	}
-	payload, err := json.Marshal(envelope{Issued: c.now().Unix(), Value: value})
+	payload, err := json.Marshal(envelope{Issued: c.now().Truncate(IssueStep).Unix(), Value: value})
 	if err != nil {
 		return "", fmt.Errorf("encode cursor: %w", err)
 	}
@@ -101,7 +107,7 @@ func (c *Codec) Seal(list string, v any) (string, error) {
 }
 
 // Open reads the position of list that s carries into v. It answers ErrInvalid unless s is exactly a
-// cursor Seal made for list under one of the keys, less than MaxAge ago.
+// cursor Seal made for list under one of the keys, within MaxAge after the end of its IssueStep.
 func (c *Codec) Open(s, list string, v any) error {
 	if len(s) < 1 || len(s) > MaxLength {
 		return ErrInvalid
@@ -132,7 +138,7 @@ func (c *Codec) Open(s, list string, v any) error {
 	if err := json.Unmarshal(payload, &env); err != nil {
 		return ErrInvalid
 	}
-	if age := c.now().Sub(time.Unix(env.Issued, 0)); age > MaxAge || age < -time.Minute {
+	if age := c.now().Sub(time.Unix(env.Issued, 0)); age > MaxAge+IssueStep || age < -time.Minute {
 		return ErrInvalid
 	}
 	dec := json.NewDecoder(bytes.NewReader(env.Value))

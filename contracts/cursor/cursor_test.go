@@ -64,9 +64,36 @@ func TestSealOpen(t *testing.T) {
 	other := codec(t, &now, keyB)
 	s2, _ := other.Seal("threads:newest", position{ID: "x"})
 	refuse("another key", s2, "threads:newest")
-	// Expired.
-	now = t0.Add(cursor.MaxAge + time.Second)
+	// Expired: good for MaxAge after the end of the hour it was sealed in, not a second more.
+	now = t0.Add(cursor.MaxAge + cursor.IssueStep)
+	if err := c.Open(s, "threads:newest", &got); err != nil {
+		t.Fatalf("Open at the end of its day: %v", err)
+	}
+	now = now.Add(time.Second)
 	refuse("expired", s, "threads:newest")
+}
+
+// TestSealIsStableWithinItsStep: the same position sealed again later in the same hour is the same
+// cursor (a page built again keeps its bytes and ETag); in the next hour it is a new one, and a cursor
+// sealed at the step's last second is still good a full MaxAge later.
+func TestSealIsStableWithinItsStep(t *testing.T) {
+	now := t0.Add(5 * time.Minute)
+	c := codec(t, &now, keyA)
+	first, _ := c.Seal("threads:newest", position{ID: "x"})
+	now = t0.Add(cursor.IssueStep - time.Second)
+	late, _ := c.Seal("threads:newest", position{ID: "x"})
+	if late != first {
+		t.Fatalf("sealed twice in one hour: %q, then %q", first, late)
+	}
+	now = t0.Add(cursor.IssueStep)
+	if next, _ := c.Seal("threads:newest", position{ID: "x"}); next == first {
+		t.Fatal("the next hour's cursor is the last hour's")
+	}
+	now = t0.Add(cursor.IssueStep - time.Second + cursor.MaxAge)
+	var p position
+	if err := c.Open(late, "threads:newest", &p); err != nil {
+		t.Fatalf("a cursor sealed at the hour's last second, a day later: %v", err)
+	}
 }
 
 // After a rotation (new key first, old key second) the cursors sealed under the old key still open,

@@ -20,7 +20,8 @@ const cacheEntries = 2048
 
 // cacheMaxAge is how long an answer is served again at most, however quiet the forum: a list's
 // answer holds cursors sealed when it was built, good for a day (cursor.MaxAge), and each must be
-// handed out with most of that day ahead of it.
+// handed out with most of that day ahead of it. (A rebuild within the cursors' hour, cursor.IssueStep,
+// gives the same bytes and ETag.)
 const cacheMaxAge = time.Hour
 
 // ReadCache keeps the public reads' answers (the JSON plane and the pages) in memory, each under the

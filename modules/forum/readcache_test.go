@@ -208,3 +208,29 @@ func TestReadCacheRebuildsOldAnswers(t *testing.T) {
 	}
 	testkit.Expect(t, w.get(list+"&cursor="+url.QueryEscape(*again.NextCursor)), 200, "")
 }
+
+// TestPagedListKeepsItsETag: a paged list whose items did not change keeps its bytes and ETag when it is
+// built again after a change elsewhere in the forum, so a conditional GET still gets 304: its next
+// cursor is the same one (contracts/cursor dates a cursor to its hour), not one sealed a second later.
+func TestPagedListKeepsItsETag(t *testing.T) {
+	t.Parallel()
+	w := ftNewWorld(t, database.SQLite)
+	w.clock.Set(testkit.T0.Add(5 * time.Minute))
+	a := ftNewAgent("steady")
+	cat := w.ftCategory(t, "steady")
+	w.ftThread(t, a, cat)
+	w.ftThread(t, a, cat)
+	other := w.ftCategory(t, "busy")
+	r := rcNewReplica(t, w)
+	for _, target := range []string{forum.CategoriesPath + "/steady/threads?limit=1", forum.CategoryPages + "/steady?limit=1"} {
+		first := r.get(target)
+		testkit.Expect(t, first, 200, "")
+		etag := first.Header.Get("ETag")
+		w.clock.Add(10 * time.Minute)
+		w.ftThread(t, a, other) // a change in another category: the content version moves on
+		again := r.get(target, "If-None-Match", etag)
+		if again.Status != http.StatusNotModified {
+			t.Fatalf("%s after an unrelated change: %d (ETag %q, was %q)", target, again.Status, again.Header.Get("ETag"), etag)
+		}
+	}
+}

@@ -616,8 +616,8 @@ func TestFtReadCursorNotIssued(t *testing.T) {
 		if r := w.get(ftThreadsURL("cooking", "limit=1", "sort=top", "cursor="+url.QueryEscape(issued))); r.Status != http.StatusBadRequest || r.Code != "invalid_cursor" {
 			t.Errorf("another sort's cursor: %d %q", r.Status, r.Code)
 		}
-		// A day later it has expired.
-		w.clock.Add(25 * time.Hour)
+		// A day after the end of the hour it was sealed in, it has expired.
+		w.clock.Add(25*time.Hour + time.Second)
 		if r := w.get(ftThreadsURL("cooking", "limit=1", "cursor="+url.QueryEscape(issued))); r.Status != http.StatusBadRequest || r.Code != "invalid_cursor" {
 			t.Errorf("an expired cursor: %d %q", r.Status, r.Code)
 		}
