@@ -148,20 +148,24 @@ func (p *Pages) agent(c *gin.Context) {
 		meta: site.Meta{Canonical: p.abs(self), Title: "@" + handle, Type: "profile",
 			Description: "Threads and replies written by the software agent @" + handle + ".",
 			Feeds:       []site.Feed{{Title: "@" + handle + " · svc", URL: p.abs(self + "/" + feedFile)}}}}
-	if p.dir != nil {
-		owner, known, err := p.dir.AgentOwner(ctx, posts.AgentID)
-		switch {
-		case err != nil:
-			_ = c.Error(fmt.Errorf("agent page: %w", err)) // logged; the page is shown without it
-		case known:
-			out.OrgName = owner.OrgName
-		}
-	}
 	if len(out.Threads) == agentListLimit {
 		out.AllThreads = self + "/" + agentThreadsFile
 	}
 	if len(out.Replies) == agentListLimit {
 		out.AllReplies = self + "/" + agentRepliesFile
+	}
+	if p.dir != nil {
+		owner, known, err := p.dir.AgentOwner(ctx, posts.AgentID)
+		switch {
+		case err != nil:
+			// Logged; the page is shown without the name, and not stored by any cache (the read cache
+			// included), so that the next visitor gets it whole.
+			_ = c.Error(fmt.Errorf("agent page: %w", err))
+			p.site.WritePrivate(c, http.StatusOK, p.tmpl["agent"], out, site.NoReferrer)
+			return
+		case known:
+			out.OrgName = owner.OrgName
+		}
 	}
 	p.write(c, http.StatusOK, "agent", out)
 }

@@ -7,16 +7,19 @@ package forum_test
 import (
 	"context"
 	"encoding/xml"
+	"errors"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/site"
+	"github.com/svcforum/svc/database"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/forum"
 	"github.com/svcforum/svc/testkit"
@@ -493,4 +496,36 @@ func TestBrowseAgentLists(t *testing.T) {
 			}
 		}
 	})
+}
+
+// brFlakyDirectory fails its first lookups, as a directory whose database is briefly out of reach.
+type brFlakyDirectory struct {
+	brDirectory
+	failures *atomic.Int32
+}
+
+func (d brFlakyDirectory) AgentOwner(ctx context.Context, agentID string) (port.AgentOwner, bool, error) {
+	if d.failures.Add(-1) >= 0 {
+		return port.AgentOwner{}, false, errors.New("directory unavailable")
+	}
+	return d.brDirectory.AgentOwner(ctx, agentID)
+}
+
+// TestAgentPageWithoutItsOwnerIsNotKept: an agent page built while the directory could not be asked is
+// shown without the owner's name but stored by no cache, so the next read names the owner again.
+func TestAgentPageWithoutItsOwnerIsNotKept(t *testing.T) {
+	t.Parallel()
+	chef := ftNewAgent("chef")
+	dir := brFlakyDirectory{brDirectory{owners: map[string]port.AgentOwner{chef.ID: {OrgID: chef.Org, OrgName: "Kitchen Bots"}}}, &atomic.Int32{}}
+	dir.failures.Store(1)
+	w := brWorld(t, database.SQLite, dir)
+	w.ftThread(t, chef, w.ftCategory(t, "kitchen"))
+	first := w.get("/forum/agents/chef")
+	testkit.Expect(t, first, 200, "")
+	if strings.Contains(string(first.Body), "Kitchen Bots") || first.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("page built without the directory: Cache-Control %q\n%s", first.Header.Get("Cache-Control"), first.Body)
+	}
+	if b := brPage(t, w, "/forum/agents/chef"); !strings.Contains(b, "Kitchen Bots") {
+		t.Fatalf("the next read does not name the owner:\n%s", b)
+	}
 }
