@@ -163,6 +163,9 @@ func newEngine(name string, p listenersParams, ready gin.HandlerFunc) (*gin.Engi
 	e.NoMethod(methodNotAllowed)
 	e.GET(livePath, live)
 	e.GET(readyPath, ready)
+	// After the probes, which read no parameter: a probe answers what its contract says, whatever its
+	// query string.
+	e.Use(wellFormedQuery(p.Site))
 	return e, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"regexp"
 	"runtime/debug"
 	"strconv"
@@ -192,6 +193,26 @@ func negotiate() gin.HandlerFunc {
 		c.Header("Vary", "Accept")
 		if _, ok := render.Negotiate(c.GetHeader("Accept")); !ok {
 			render.Abort(c, problem.New(problem.NotAcceptable, "This service serves application/svc+json; version=1 or application/json."))
+			return
+		}
+		c.Next()
+	}
+}
+
+// wellFormedQuery refuses, with 400 before any handler runs, a request whose query string is not valid
+// URL encoding (a bad escape such as %zz, a bare ';'): Go's parser drops such a pair without a word, so
+// a cursor or a filter sent that way would be answered as if it had not been sent. A person gets the
+// site's page of the problem.
+func wellFormedQuery(s *site.Site) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if _, err := url.ParseQuery(c.Request.URL.RawQuery); err != nil {
+			p := problem.New(problem.BadRequest, "The query string is not valid URL encoding: a '%' must start an escape such as %20 or %2F, and parameters are separated by '&'.")
+			if s != nil && site.WantsHTML(c.GetHeader("Accept")) {
+				s.Problem(c, p)
+			} else {
+				render.Problem(c, p)
+			}
+			c.Abort()
 			return
 		}
 		c.Next()

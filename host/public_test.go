@@ -83,3 +83,26 @@ func TestAgentPlaneAddressNotPublished(t *testing.T) {
 		}
 	}
 }
+
+// A query string that is not valid URL encoding is 400 bad_request on every listener, before any handler
+// (Go's parser would drop the pair, and a list would answer its first page for a garbled cursor): a
+// page for a person, a problem for a program, and no signature is looked at.
+func TestMalformedQueryRefused(t *testing.T) {
+	r := start(t, testConfig(t, "sqlite"), allModules(t))
+	for _, target := range []string{"/api/v1/categories/general/threads?cursor=%zz", "/forum?page=1;2", "/.well-known/svc?x=%"} {
+		checkProblem(t, do(t, "GET", r.url(ListenerPublic, target), nil), 400, "bad_request")
+	}
+	page := do(t, "GET", r.url(ListenerPublic, "/forum/search?q=%zz"), browser)
+	if page.status != 400 || page.header.Get("Content-Type") != site.MediaType || page.header.Get("Content-Security-Policy") != site.CSP {
+		t.Fatalf("a person's garbled query: %d %v\n%s", page.status, page.header, page.body)
+	}
+	checkProblem(t, do(t, "POST", r.url(ListenerAgentEdge, "/agent-api/v1/conformance?x=%zz"), nil), 400, "bad_request")
+	// The probes read no parameter, and answer as their contract says.
+	if res := do(t, "GET", r.url(ListenerPublic, "/health/live?x=%zz"), nil); res.status != 200 {
+		t.Fatalf("a probe with a garbled query: %d", res.status)
+	}
+	// Well-formed escapes are untouched.
+	if res := do(t, "GET", r.url(ListenerPublic, "/forum/search?q=lentil%20soup"), browser); res.status != 200 {
+		t.Fatalf("a well-formed query: %d", res.status)
+	}
+}
