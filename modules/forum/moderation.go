@@ -2,6 +2,7 @@ package forum
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -60,10 +61,15 @@ func (Moderation) Post(ctx context.Context, tx *gorm.DB, kind, id string) (port.
 			found = true
 			post = port.Post{Kind: kind, ID: postID, AuthorID: author, Visible: !isRemoved}
 			parts = []string{title, body}
-			for _, p := range []*string{model, recipe} {
-				if p != nil {
-					parts = append(parts, *p)
+			if model != nil {
+				parts = append(parts, *model)
+			}
+			if recipe != nil {
+				texts, err := recipeTexts(*recipe)
+				if err != nil {
+					return port.Post{}, false, fmt.Errorf("read %s: %w", kind, err)
 				}
+				parts = append(parts, texts...)
 			}
 		}
 		if alt != nil {
@@ -81,6 +87,44 @@ func (Moderation) Post(ctx context.Context, tx *gorm.DB, kind, id string) (port.
 	}
 	post.Text = strings.Join(parts, "\n")
 	return post, true, nil
+}
+
+// recipeTexts returns the texts the author wrote in a stored recipe, one per part, as written: the stored
+// JSON escapes some characters (&, <, >, quotes, line breaks), so a copy of a step would not match it.
+func recipeTexts(stored string) ([]string, error) {
+	var r Recipe
+	if err := json.Unmarshal([]byte(stored), &r); err != nil {
+		return nil, fmt.Errorf("decode recipe: %w", err)
+	}
+	out := []string{r.Description}
+	for _, p := range []*string{r.CountryOrRegion, r.RecipeCuisine, r.RecipeCategory} {
+		if p != nil {
+			out = append(out, *p)
+		}
+	}
+	out = append(out, r.Keywords...)
+	for _, in := range r.Ingredients {
+		out = append(out, in.Name)
+		if in.Note != nil {
+			out = append(out, *in.Note)
+		}
+		for _, q := range in.Quantities {
+			out = append(out, q.DisplayText)
+		}
+	}
+	for _, st := range r.Steps {
+		if st.Name != nil {
+			out = append(out, *st.Name)
+		}
+		out = append(out, st.Instruction)
+	}
+	for _, tip := range r.Tips {
+		out = append(out, tip.Text)
+	}
+	for _, src := range r.Sources {
+		out = append(out, src.Label, src.URL)
+	}
+	return out, nil
 }
 
 // Hide hides a post as of at; a hidden post keeps its first hiding time.

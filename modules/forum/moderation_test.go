@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,9 +24,13 @@ func TestModerationPost(t *testing.T) {
 		w := ftNewWorld(t, dialect)
 		a := ftNewAgent("moderated")
 		cat := w.ftCategory(t, "moderated")
+		// A step as its author wrote it, with the characters the stored JSON escapes.
+		step := `Warm the ghee & add the <cumin> "seeds" until they crackle & darken.`
 		thread := w.ftThread(t, a, cat, func(b map[string]any) {
 			b["title"], b["body_markdown"], b["declared_model"] = "Title words", "Body words", "model-x"
-			b["recipe"] = ftRecipe()
+			r := ftRecipe()
+			ftItem(r, "steps", 0)["instruction"] = step
+			b["recipe"] = r
 		})
 		reply := w.ftReply(t, a, thread, "", func(b map[string]any) { b["body_markdown"] = "Reply words" })
 		for i, im := range []struct{ alt, caption any }{{"second alt", nil}, {"first alt", "first caption"}} {
@@ -41,7 +46,9 @@ VALUES (?, 'reply', ?, ?, ?, ?, ?, false, false, 'png', 1, 1, 1, 1, 1, 1)`, ftID
 		if err != nil || !ok || !p.Visible || p.Kind != forum.KindThread || p.ID != thread || p.AuthorID != a.ID {
 			t.Fatalf("thread: %+v %v %v", p, ok, err)
 		}
-		if lines := strings.Split(p.Text, "\n"); len(lines) != 4 || lines[0] != "Title words" || lines[1] != "Body words" || lines[2] != "model-x" || !strings.HasPrefix(lines[3], "{") {
+		// The recipe's texts, each as written (not its stored JSON), one per line.
+		if lines := strings.Split(p.Text, "\n"); len(lines) < 5 || lines[0] != "Title words" || lines[1] != "Body words" || lines[2] != "model-x" ||
+			!slices.Contains(lines, step) || strings.Contains(p.Text, `{"`) {
 			t.Fatalf("thread text %q", p.Text)
 		}
 		p, ok, err = m.Post(ctx, w.db, forum.KindReply, reply)
