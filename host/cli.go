@@ -10,9 +10,11 @@ import (
 	"net/http"
 	"os/signal"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v3"
 	"go.uber.org/dig"
@@ -20,6 +22,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/database"
 )
 
@@ -265,6 +268,9 @@ func Invoker(stderr io.Writer) plugin.Invoke {
 // (for commands that only inspect it, like `admin modules`, or copy it, like a backup).
 func invoker(stderr io.Writer, refusePending bool) plugin.Invoke {
 	return func(ctx context.Context, cmd *cli.Command, fn any) error {
+		if err := plainArguments(cmd); err != nil {
+			return err
+		}
 		cfg, err := configFrom(cmd)
 		if err != nil {
 			return err
@@ -352,10 +358,55 @@ func adminCommands(stdout, stderr io.Writer) []*cli.Command {
 	cmds = append(cmds, backupCommand(stdout))
 	for _, d := range Catalog() {
 		if d.Admin != nil {
-			cmds = append(cmds, d.Admin(invoke)...)
+			cmds = append(cmds, d.Admin(enabledOnly(d.ID, invoke))...)
 		}
 	}
 	return cmds
+}
+
+// enabledOnly runs module id's commands through invoke while id is enabled, and otherwise says so:
+// without it the command could not find its services, and would say that instead.
+func enabledOnly(id string, invoke plugin.Invoke) plugin.Invoke {
+	return func(ctx context.Context, cmd *cli.Command, fn any) error {
+		cfg, err := configFrom(cmd)
+		if err != nil {
+			return err
+		}
+		mods, err := Select(Catalog(), cfg.Modules)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(mods, func(d plugin.Descriptor) bool { return d.ID == id }) {
+			return fmt.Errorf("module %s is not enabled here: add it to --modules (SVC_MODULES=%s)", id, strings.Join(cfg.Modules, ","))
+		}
+		return invoke(ctx, cmd, fn)
+	}
+}
+
+// plainArguments refuses a flag value or argument that is not valid UTF-8 or holds a NUL: each ends up
+// in a query or a row, and PostgreSQL answers such text with an encoding error rather than "not found".
+func plainArguments(cmd *cli.Command) error {
+	plain := func(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
+	for _, name := range cmd.FlagNames() {
+		var values []string
+		switch v := cmd.Value(name).(type) {
+		case string:
+			values = []string{v}
+		case []string:
+			values = v
+		}
+		for _, v := range values {
+			if !plain(v) {
+				return problem.Newf(problem.ValidationFailed, "--%s is not valid UTF-8 text (or holds a NUL byte)", name)
+			}
+		}
+	}
+	for i, a := range cmd.Args().Slice() {
+		if !plain(a) {
+			return problem.Newf(problem.ValidationFailed, "argument %d is not valid UTF-8 text (or holds a NUL byte)", i+1)
+		}
+	}
+	return nil
 }
 
 // migrationSets are the enabled modules' migrations, as an admin command's dependency.

@@ -16,11 +16,13 @@ import (
 	"testing"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 	"github.com/urfave/cli/v3"
 	"go.uber.org/fx"
 
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/database"
+	"github.com/svcforum/svc/database/dbtest"
 )
 
 // runMain runs svc with args in env. Admin commands never migrate, so, as an operator does, it runs
@@ -505,4 +507,25 @@ func TestAdminListShowAndThreadCommands(t *testing.T) {
 	if last := lines[len(lines)-1]; code == 0 || !strings.HasPrefix(last, "svc: not_found: no thread has the id") {
 		t.Fatalf("thread lock of an unknown thread: exit %d, %q", code, stderr)
 	}
+}
+
+// An admin argument that is not UTF-8 text (or holds a NUL) is refused as validation_failed by every
+// command, before any query: PostgreSQL answered it with an encoding error. A well-formed id that names
+// nothing is still not_found.
+func TestAdminArgumentsArePlainText(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		env := map[string]string{"SVC_DATABASE_URL": testConfig(t, dialect).DatabaseURL}
+		adminFails(t, env, "--org is not valid UTF-8", "wallet", "credit", "--org", "\xff", "--credits", "5", "--reason", "top-up")
+		adminFails(t, env, "--report is not valid UTF-8", "report", "show", "--report", "\xff")
+		adminFails(t, env, "--reason is not valid UTF-8", "report", "dismiss", "--report", uuid.NewString(), "--actor", "ops", "--reason", "caf\xe9")
+		adminFails(t, env, "--name is not valid UTF-8", "org", "create", "--name", "nul\x00byte")
+		adminFails(t, env, "not_found", "report", "show", "--report", uuid.NewString())
+	})
+}
+
+// A command of a module this deployment leaves out says so, naming the module and the setting.
+func TestAdminCommandOfADisabledModule(t *testing.T) {
+	env := map[string]string{"SVC_DATABASE_URL": testConfig(t, "sqlite").DatabaseURL, "SVC_MODULES": "discovery,sigv1"}
+	adminFails(t, env, "module billing is not enabled here: add it to --modules (SVC_MODULES=discovery,sigv1)", "wallet", "audit")
+	adminFails(t, env, "module reports is not enabled here", "report", "list")
 }

@@ -18,6 +18,7 @@ import (
 // The report's own codes, by the status agent.json must name each under.
 var ctReportCodes = map[problem.Code]string{
 	problem.ReportTargetRequired:     "400",
+	problem.ContentPolicyViolation:   "400",
 	problem.ExplanationQuotesContent: "400",
 	problem.TargetNotFound:           "404",
 	problem.ReportAlreadyOpen:        "409",
