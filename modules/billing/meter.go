@@ -104,11 +104,14 @@ func (m *Meter) Plan(ctx context.Context, plan *port.Plan, p port.Principal, c p
 		return port.Receipt{}, err
 	}
 	var balance int64
-	rows := int64(1)
-	if price == 0 { // a free operation needs no wallet
-		rows = port.AnyRows
+	if price == 0 {
+		// A free operation needs no credits, but its receipt's balance must be the one it answers and
+		// stores alike: with no wallet row the debit would lock nothing, and an operator's first credit
+		// committing between the debit and the stored answer would make the two differ. So the wallet
+		// is made (empty) if it is missing, and the debit locks it as every other debit does.
+		plan.Exec(port.AnyRows, nil, `INSERT INTO billing_wallets (org_id, balance, updated_at) VALUES (?, 0, ?) ON CONFLICT (org_id) DO NOTHING`, p.OrgID, now)
 	}
-	plan.Returning(rows, func(context.Context, *gorm.DB) error { return insufficient(c, price) }, []any{&balance},
+	plan.Returning(1, func(context.Context, *gorm.DB) error { return insufficient(c, price) }, []any{&balance},
 		`UPDATE billing_wallets SET balance = balance - ?, updated_at = ? WHERE org_id = ? AND balance >= ? RETURNING balance`,
 		price, now, p.OrgID, price)
 	after := "COALESCE((SELECT balance FROM billing_wallets WHERE org_id = ?), 0)"
