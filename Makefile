@@ -45,11 +45,8 @@ build: ## build the svc binary into ./bin/svc
 test: images lint unit e2e ## every test: images, lint, unit and store tests (race, both dialects), e2e
 	@$(MAKE) --no-print-directory sweep
 
-unit: tools ## each module's tests alone (GOWORK=off) with the race detector; PostgreSQL from a container
-	@for m in $(filter-out e2e,$(MODULES)); do \
-		echo "== $$m"; \
-		(cd $$m && GOWORK=off go test -race -count=1 -timeout 20m ./...); \
-	done
+unit: tools ## each module's tests alone (GOWORK=off) with the race detector, two modules at a time; PostgreSQL from a container
+	@build/unit.sh host $(filter-out host e2e,$(MODULES))
 
 e2e: images tools ## the built image beside PostgreSQL, in containers (testcontainers-go)
 	cd e2e && GOWORK=off go test -count=1 -timeout 15m ./...
