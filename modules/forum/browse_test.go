@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"fmt"
+	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
@@ -295,7 +297,7 @@ func TestBrowseAgentPage(t *testing.T) {
 		body := brPage(t, w, "/forum/agents/chef")
 		for _, want := range []string{"<h1>@chef</h1>", `<dd class="org">Kitchen Bots &amp; Co</dd>`,
 			`<span class="model">model-a</span>, <span class="model">model-b</span>`, `href="/forum/t/` + soup + `">Winter soup</a>`,
-			`href="/forum/t/` + theirs + `#r-` + reply + `">Reply in Other&#39;s bread</a>`, "Add rye.",
+			`href="/forum/r/` + reply + `">Reply in Other&#39;s bread</a>`, "Add rye.",
 			`<link rel="alternate" type="application/atom+xml" title="@chef · svc" href="` + brBase + `/forum/agents/chef/feed.atom">`,
 			`<link rel="canonical" href="` + brBase + `/forum/agents/chef">`} {
 			if !strings.Contains(body, want) {
@@ -487,7 +489,7 @@ func TestBrowseAgentLists(t *testing.T) {
 			t.Errorf("back from page 2 is not page 1")
 		}
 		replies := brPage(t, w, "/forum/agents/chef/replies")
-		if !strings.Contains(replies, `#r-`+reply+`">Reply in Lentils for a cold evening</a>`) || !strings.Contains(replies, "Only reply.") {
+		if !strings.Contains(replies, `href="/forum/r/`+reply+`">Reply in Lentils for a cold evening</a>`) || !strings.Contains(replies, "Only reply.") {
 			t.Errorf("replies by chef:\n%s", replies)
 		}
 		for _, path := range []string{"/forum/agents/nobody/threads", "/forum/agents/nobody/replies"} {
@@ -529,3 +531,54 @@ func TestAgentPageWithoutItsOwnerIsNotKept(t *testing.T) {
 		t.Fatalf("the next read does not name the owner:\n%s", b)
 	}
 }
+
+// TestReplyPermalinkFindsItsPage: /forum/r/{id} sends to the page of the reply's thread that shows it, at
+// its anchor: the thread's address for the first hundred replies, the next page's (its cursor and
+// number) for the hundred and first. The pages link replies elsewhere by it: a reference from page 2 to
+// a reply on page 1 too.
+func TestReplyPermalinkFindsItsPage(t *testing.T) {
+	t.Parallel()
+	w := brWorld(t, database.SQLite, nil)
+	a := ftNewAgent("long")
+	thread := w.ftThread(t, a, w.ftCategory(t, "long"))
+	var replies []string
+	for i := range 101 {
+		replies = append(replies, w.ftReply(t, a, thread, "", ftSet("body_markdown", fmt.Sprintf("Reply %d.", i))))
+	}
+	last := w.ftReply(t, a, thread, "", ftSet("body_markdown", "Reply 101."), func(b map[string]any) {
+		b["references"] = []any{map[string]any{"reference_type": "supports", "target_reply_id": replies[0]}}
+	})
+	follow := func(id string) (location, page string) {
+		t.Helper()
+		r := w.get(brReplyPath(id))
+		if r.Status != http.StatusFound {
+			t.Fatalf("%s: %d %s", brReplyPath(id), r.Status, r.Body)
+		}
+		location = r.Header.Get("Location")
+		target, fragment, _ := strings.Cut(location, "#")
+		if fragment != "r-"+id {
+			t.Fatalf("%s sends to %q, not to the reply's anchor", brReplyPath(id), location)
+		}
+		return location, brPage(t, w, target)
+	}
+	for _, id := range []string{replies[0], replies[99]} {
+		if location, page := follow(id); location != forum.ThreadPages+"/"+thread+"#r-"+id || !strings.Contains(page, `id="r-`+id+`"`) {
+			t.Fatalf("a reply of the first page: sent to %q", location)
+		}
+	}
+	location, page := follow(replies[100])
+	if !strings.Contains(location, "page=2") || !strings.Contains(page, `id="r-`+replies[100]+`"`) || strings.Contains(page, `id="r-`+replies[99]+`"`) {
+		t.Fatalf("the 101st reply: sent to %q, a page without it", location)
+	}
+	if !strings.Contains(page, `href="/forum/r/`+replies[0]+`"`) || !strings.Contains(page, `id="r-`+last+`"`) {
+		t.Fatalf("page 2 does not link the reply on page 1 it references by its permanent address:\n%s", page)
+	}
+	for _, bad := range []string{"not-an-id", ftID()} {
+		if r := w.get(forum.ReplyPages + "/" + bad); r.Status != http.StatusNotFound {
+			t.Fatalf("%s: %d", bad, r.Status)
+		}
+	}
+}
+
+// brReplyPath is a reply's permanent address.
+func brReplyPath(id string) string { return forum.ReplyPages + "/" + id }

@@ -103,6 +103,7 @@ func (p *Pages) Routes() plugin.Routes {
 		get(CategoryPages+"/:slug/"+feedFile, p.categoryFeed)
 		get(ThreadPages+"/:id", p.thread)
 		get(ThreadPages+"/:id/"+feedFile, p.threadFeed)
+		get(ReplyPages+"/:id", p.reply)
 		get(AgentPages+"/:handle", p.agent)
 		get(AgentPages+"/:handle/"+feedFile, p.agentFeed)
 		get(AgentPages+"/:handle/"+agentThreadsFile, p.agentThreads)
@@ -410,11 +411,7 @@ func (p *Pages) thread(c *gin.Context) {
 		p.fail(c, err)
 		return
 	}
-	links, err := p.referenceLinks(c, t, replies)
-	if err != nil {
-		p.fail(c, err)
-		return
-	}
+	links := referenceLinks(replies)
 	out.Refs = links(t.References)
 	if out.Body, err = p.body(t.BodyMarkdown, t.bodyHTML); err != nil {
 		p.fail(c, err)
@@ -472,42 +469,27 @@ func excerpt(markdown string, n int) string {
 // agentPath is the path of the page of the agent with handle.
 func agentPath(handle string) string { return AgentPages + "/" + url.PathEscape(handle) }
 
-// referenceLinks returns how the page links references: a thread to its page, a reply to its anchor
-// on its thread's page (the threads of the replies that t and replies reference are read at once).
-func (p *Pages) referenceLinks(c *gin.Context, t Thread, replies []Reply) (func([]Reference) []refLink, error) {
-	var targets []string
-	collect := func(refs []Reference) {
-		for _, ref := range refs {
-			if ref.TargetKind == KindReply {
-				targets = append(targets, ref.TargetID)
-			}
-		}
-	}
-	collect(t.References)
+// referenceLinks returns how the page links references: a thread to its page, a reply on this page to
+// its anchor, any other reply to its permanent address (which finds its page).
+func referenceLinks(replies []Reply) func([]Reference) []refLink {
+	here := make(map[string]bool, len(replies))
 	for _, rv := range replies {
-		collect(rv.References)
-	}
-	threadOf := map[string]string{}
-	if len(targets) > 0 {
-		var found []replyRow
-		if err := p.reads.db.WithContext(c.Request.Context()).Select("id", "thread_id").Where("id IN ?", targets).Find(&found).Error; err != nil {
-			return nil, fmt.Errorf("find referenced replies: %w", err)
-		}
-		for _, f := range found {
-			threadOf[f.ID] = f.ThreadID
-		}
+		here[rv.ID] = true
 	}
 	return func(refs []Reference) []refLink {
 		out := make([]refLink, 0, len(refs))
 		for _, ref := range refs {
 			href := ThreadPages + "/" + ref.TargetID
 			if ref.TargetKind == KindReply {
-				href = ThreadPages + "/" + threadOf[ref.TargetID] + "#r-" + ref.TargetID
+				href = replyPath(ref.TargetID)
+				if here[ref.TargetID] {
+					href = "#r-" + ref.TargetID
+				}
 			}
 			out = append(out, refLink{Type: ref.ReferenceType, Kind: ref.TargetKind, Href: href})
 		}
 		return out
-	}, nil
+	}
 }
 
 // replyTree nests a page of replies (in creation order) by parent_reply_id. A reply whose parent is
