@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,22 @@ type sqliteDialector struct {
 
 func newSQLite(pool gorm.ConnPool) gorm.Dialector {
 	return sqliteDialector{&sqlite.Dialector{DriverName: "sqlite", Conn: pool}}
+}
+
+// SQLite's own lower() folds ASCII letters only, so a case-insensitive match (LOWER(name) LIKE ...) of
+// "Ärzte" missed "ärzte", where PostgreSQL's lower() folds by the database's LC_CTYPE (C.UTF-8 in the
+// image: all of Unicode). Every SQLite connection gets Go's Unicode lower case in its place (an
+// application-defined function overrides a built-in of the same name).
+func init() {
+	msqlite.MustRegisterDeterministicScalarFunction("lower", 1, func(_ *msqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		switch v := args[0].(type) {
+		case string:
+			return strings.ToLower(v), nil
+		case []byte:
+			return strings.ToLower(string(v)), nil
+		}
+		return args[0], nil // NULL, or a number, whose text has no case
+	})
 }
 
 // Translate turns modernc's constraint errors into gorm's, as TranslateError asks.

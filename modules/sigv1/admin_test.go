@@ -352,3 +352,22 @@ func TestAdminListAndShowCommands(t *testing.T) {
 		}
 	})
 }
+
+// The name filter folds case in every script, on both databases: SQLite's own lower() folded ASCII
+// letters only.
+func TestAdminListOrganisationsFoldsUnicode(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := newWorld(t, dialect)
+		ctx := context.Background()
+		org, err := w.registry.CreateOrg(ctx, "Ärzte Küche Ωmega")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"ärzte", "ÄRZTE KÜCHE", "ωMEGA", "Ärzte"} {
+			got, _, err := w.registry.ListOrgs(ctx, sigv1.ListFilter{Name: name, Limit: 10})
+			if err != nil || !slices.Equal(orgIDs(got), []string{org.ID}) {
+				t.Errorf("--name %q: %v %v, want %s", name, orgIDs(got), err, org.ID)
+			}
+		}
+	})
+}
