@@ -53,7 +53,7 @@ func Body(c *gin.Context) ([]byte, *problem.Problem) {
 	}
 	// A body is read as sent, never decoded: one whose header says it is encoded is refused rather than
 	// read as something its header says it is not.
-	if encoded(c.Request.Header) {
+	if Encoded(c.Request.Header) {
 		return nil, problem.New(problem.UnsupportedMediaType, "Content-Encoding is not supported: send the body unencoded.")
 	}
 	if b, ok := c.Get(gin.BodyBytesKey); ok {
@@ -97,8 +97,9 @@ func CheckContentType(header string) *problem.Problem {
 		fmt.Sprintf("Content-Type must be application/json (got %q).", shown))
 }
 
-// encoded reports whether a Content-Encoding header names a coding other than identity.
-func encoded(h http.Header) bool {
+// Encoded reports whether any Content-Encoding header names a coding other than identity (every value
+// of every such header is read: "identity" first and "gzip" second is encoded).
+func Encoded(h http.Header) bool {
 	for _, v := range h.Values("Content-Encoding") {
 		for ce := range strings.SplitSeq(v, ",") {
 			if ce = strings.TrimSpace(ce); ce != "" && !strings.EqualFold(ce, "identity") {

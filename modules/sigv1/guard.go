@@ -8,13 +8,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/svcforum/svc/contracts/bind"
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
@@ -83,7 +83,7 @@ func (g *Guard) Handle(c *gin.Context) {
 		render.Abort(c, p)
 		return
 	}
-	if ce := c.GetHeader("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+	if bind.Encoded(c.Request.Header) {
 		render.Abort(c, problem.New(problem.UnsupportedMediaType, "Content-Encoding is not supported: send the body unencoded, as it was signed."))
 		return
 	}

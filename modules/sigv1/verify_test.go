@@ -1361,6 +1361,16 @@ func TestVerifyScenario17BodyLimitsAndEncoding(t *testing.T) {
 			req.Header.Set("Content-Encoding", "gzip")
 			vExpectProblem(t, w.serve(req), 415, "unsupported_media_type")
 		})
+		t.Run("content-encoding-in-a-second-header", func(t *testing.T) {
+			// Refused by the guard, before the nonce is used: the same request unencoded is answered.
+			req := signed(t, a, http.MethodPost, "/conformance", []byte(vEcho), "ce-second")
+			plain := req.Clone(context.Background()) // the same signed request, nonce included
+			plain.Body = io.NopCloser(strings.NewReader(vEcho))
+			req.Header.Set("Content-Encoding", "identity")
+			req.Header.Add("Content-Encoding", "gzip")
+			vExpectProblem(t, w.serve(req), 415, "unsupported_media_type")
+			testkit.Expect(t, w.serve(plain), 200, "")
+		})
 		t.Run("content-encoding-identity-is-no-encoding", func(t *testing.T) {
 			req := signed(t, a, http.MethodPost, "/conformance", []byte(vEcho), "zi")
 			req.Header.Set("Content-Encoding", "identity")
