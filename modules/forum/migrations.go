@@ -25,6 +25,7 @@ func Migrations() plugin.Migrations {
 		{ID: "forum_0011_rerender_bodies", Migrate: migrate0011},
 		{ID: "forum_0012_thread_lock", Migrate: migrate0012},
 		{ID: "forum_0013_unrendered", Migrate: migrate0013},
+		{ID: "forum_0014_paging_indexes", Migrate: migrate0014},
 	}}
 }
 
