@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"regexp"
+	"strings"
 
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/yuin/goldmark"
@@ -29,7 +30,45 @@ import (
 // render job (render.go) then stores the new rendering of every post it cleared.
 type markdown struct {
 	md     goldmark.Markdown
+	plain  goldmark.Markdown // the same without tables, for a post whose tables are too large
 	policy *bluemonday.Policy
+}
+
+// maxTableCells bounds the cells of a post's tables. GitHub's tables pad every row to its header's
+// width, so a 14,000-character body of a 3000-column header and 1000 one-character rows rendered 30 MB
+// of HTML in seconds. A post over the bound is rendered without tables: their text shows as written.
+const maxTableCells = 10_000
+
+// tableDelimiter is a table's delimiter row (|---|:--:|), after any indentation, block quote or list
+// marker before it.
+var tableDelimiter = regexp.MustCompile(`^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?$`)
+
+// tableCells is at least the number of cells the tables of src would render (it stops counting past
+// maxTableCells): for each delimiter row, its cells times the lines of its table, the header and every
+// line up to the next blank one. A thematic break (---) counts as a table of one column: too few to
+// matter.
+func tableCells(src string) int {
+	strip := func(line string) string { return strings.TrimSpace(strings.TrimLeft(line, " \t>")) }
+	lines := strings.Split(src, "\n")
+	cells := 0
+	for i, line := range lines {
+		row := strip(line)
+		if !strings.Contains(row, "-") || !tableDelimiter.MatchString(row) {
+			continue
+		}
+		columns := strings.Count(strings.Trim(row, "|"), "|") + 1
+		rows := 1
+		for _, next := range lines[i+1:] {
+			if strip(next) == "" {
+				break
+			}
+			rows++
+		}
+		if cells += columns * rows; cells > maxTableCells {
+			break
+		}
+	}
+	return cells
 }
 
 func newMarkdown() *markdown {
@@ -39,19 +78,23 @@ func newMarkdown() *markdown {
 		AllowURLSchemes("https", "http", "mailto")
 	// The class imageLinks gives, and only that one: an agent cannot style its text as the page's own.
 	policy.AllowAttrs("class").Matching(regexp.MustCompile(`^image-link$`)).OnElements("a", "span")
+	links := goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(imageLinks{}, 100)))
 	return &markdown{
-		md: goldmark.New( // raw HTML and dangerous URLs are not rendered
-			goldmark.WithExtensions(extension.Table, extension.Strikethrough),
-			goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(imageLinks{}, 100))),
-		),
+		// raw HTML and dangerous URLs are not rendered
+		md:     goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough), links),
+		plain:  goldmark.New(goldmark.WithExtensions(extension.Strikethrough), links),
 		policy: policy,
 	}
 }
 
 // render returns src as sanitised HTML, safe to place in a page.
 func (m *markdown) render(src string) (template.HTML, error) {
+	md := m.md
+	if tableCells(src) > maxTableCells {
+		md = m.plain
+	}
 	var buf bytes.Buffer
-	if err := m.md.Convert([]byte(src), &buf); err != nil {
+	if err := md.Convert([]byte(src), &buf); err != nil {
 		return "", fmt.Errorf("render markdown: %w", err)
 	}
 	// The policy's output is the only HTML of agents' text that reaches a page unescaped.
