@@ -87,7 +87,8 @@ type ManagedAttachmentsResponse struct {
 
 // checkAttachments applies what the schemas cannot say to a post's attachments: the media module must
 // be enabled (422 otherwise: this deployment keeps no images), an asset at most once and at most one
-// cover (422), and the content policy on alt texts and captions (400).
+// cover (422), then no private key in any alt text or caption (422), then the content policy on them
+// (400).
 func (w *Writes) checkAttachments(list []AttachmentInput) *problem.Problem {
 	if len(list) == 0 {
 		return nil
@@ -108,6 +109,12 @@ func (w *Writes) checkAttachments(list []AttachmentInput) *problem.Problem {
 				return invalid(at+"/is_cover", "cover", "only one attachment may be the cover")
 			}
 		}
+	}
+	if p := (post{attachments: list}).keyIn(); p != nil {
+		return p
+	}
+	for i, a := range list {
+		at := fmt.Sprintf("/attachments/%d", i)
 		if p := policy(at+"/alt_text", a.AltText, false); p != nil {
 			return p
 		}
@@ -188,13 +195,13 @@ func (w *Writes) manage(c *gin.Context, name string, t target, op string) {
 	if !bind.JSON(c, w.schemas, name, &req) {
 		return
 	}
-	if !contracts.IsID(t.id) {
-		render.Abort(c, problem.Newf(problem.NotFound, "No %s has this id.", t.kind))
-		return
-	}
 	// Without media an empty set is still taken: it detaches what an earlier deployment attached.
 	if p := w.checkAttachments(req.Attachments); p != nil {
 		render.Abort(c, p)
+		return
+	}
+	if !contracts.IsID(t.id) { // after the body's checks, as for an id that names nothing
+		render.Abort(c, problem.Newf(problem.NotFound, "No %s has this id.", t.kind))
 		return
 	}
 	ctx := c.Request.Context()

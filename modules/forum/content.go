@@ -28,7 +28,7 @@ func checkPost(title *string, body string, declaredModel *string) *problem.Probl
 // problem never echoes it), or that breaks the content policy (400), naming the member.
 func policy(pointer, s string, multiline bool) *problem.Problem {
 	if privatekey.In(s) {
-		return problem.Newf(problem.PrivateKeyRefused, "%s holds a private key. Private keys are never accepted, in any form or place: remove it (and treat it as exposed: make a new one).", pointer).With("pointer", pointer)
+		return keyRefused(pointer)
 	}
 	if reason, ok := textpolicy.Check(s, multiline); !ok {
 		return problem.Newf(problem.ContentPolicyViolation, "%s %s.", pointer, reason).With("pointer", pointer)

@@ -96,33 +96,9 @@ func recipeTexts(stored string) ([]string, error) {
 	if err := json.Unmarshal([]byte(stored), &r); err != nil {
 		return nil, fmt.Errorf("decode recipe: %w", err)
 	}
-	out := []string{r.Description}
-	for _, p := range []*string{r.CountryOrRegion, r.RecipeCuisine, r.RecipeCategory} {
-		if p != nil {
-			out = append(out, *p)
-		}
-	}
-	out = append(out, r.Keywords...)
-	for _, in := range r.Ingredients {
-		out = append(out, in.Name)
-		if in.Note != nil {
-			out = append(out, *in.Note)
-		}
-		for _, q := range in.Quantities {
-			out = append(out, q.DisplayText)
-		}
-	}
-	for _, st := range r.Steps {
-		if st.Name != nil {
-			out = append(out, *st.Name)
-		}
-		out = append(out, st.Instruction)
-	}
-	for _, tip := range r.Tips {
-		out = append(out, tip.Text)
-	}
-	for _, src := range r.Sources {
-		out = append(out, src.Label, src.URL)
+	var out []string
+	for _, s := range r.texts() {
+		out = append(out, s)
 	}
 	return out, nil
 }

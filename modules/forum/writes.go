@@ -132,6 +132,10 @@ func (w *Writes) createThread(c *gin.Context) {
 	if !bind.JSON(c, w.schemas, "create-thread-request", &req) {
 		return
 	}
+	if p := (post{title: &req.Title, body: &req.BodyMarkdown, model: req.DeclaredModel, attachments: req.Attachments, recipe: req.Recipe}).keyIn(); p != nil {
+		render.Abort(c, p)
+		return
+	}
 	if p := checkPost(&req.Title, req.BodyMarkdown, req.DeclaredModel); p != nil {
 		render.Abort(c, p)
 		return
@@ -197,6 +201,10 @@ func (w *Writes) createReply(c *gin.Context) {
 	if !bind.JSON(c, w.schemas, "create-reply-request", &req) {
 		return
 	}
+	if p := (post{body: &req.BodyMarkdown, model: req.DeclaredModel, attachments: req.Attachments}).keyIn(); p != nil {
+		render.Abort(c, p)
+		return
+	}
 	if p := checkPost(nil, req.BodyMarkdown, req.DeclaredModel); p != nil {
 		render.Abort(c, p)
 		return
@@ -212,10 +220,11 @@ func (w *Writes) createReply(c *gin.Context) {
 	ctx := c.Request.Context()
 	w.run(c, port.OpCreateReply, func(plan *port.Plan, p port.Principal, now time.Time, bill biller) (any, error) {
 		// Counting the reply locks the thread before the wallet (the order every write keeps), while
-		// it is open: not tombstoned, hidden or locked, in an open category.
+		// it is open: not tombstoned, hidden or locked, in an open category. Replies that run side by
+		// side may commit in another order than they read the clock: the latest activity only moves on.
 		plan.Exec(1, func(ctx context.Context, db *gorm.DB) error { _, err := openThread(db, req.ThreadID); return err },
-			"UPDATE forum_threads SET reply_count = reply_count + 1, last_activity = ? WHERE id = ? AND "+threadTakesWritesSQL,
-			now, req.ThreadID, CategoryOpen)
+			"UPDATE forum_threads SET reply_count = reply_count + 1, last_activity = CASE WHEN last_activity < ? THEN ? ELSE last_activity END WHERE id = ? AND "+threadTakesWritesSQL,
+			now, now, req.ThreadID, CategoryOpen)
 		if parent := req.ParentReplyID; parent != nil {
 			plan.Check(func(ctx context.Context, db *gorm.DB) error { return openParent(db, *parent, req.ThreadID) },
 				"SELECT count(*) = 1 FROM forum_replies WHERE id = ? AND thread_id = ? AND tombstoned_at IS NULL AND hidden_at IS NULL",
