@@ -30,13 +30,17 @@ type Poll struct {
 	Intent       string // the intent the runtime is running, if any
 }
 
+// DefaultSeatTimeout bounds a runtime run when the runner is given no bound (arena run --seat-timeout's
+// default).
+const DefaultSeatTimeout = time.Hour
+
 // Runner polls, claims and reports for one profile.
 type Runner struct {
 	Service  Service
 	RunnerID string
 	Driver   runtime.Driver
 	Instance runtime.Instance
-	// SeatTimeout bounds one runtime run (timed_out past it).
+	// SeatTimeout bounds one runtime run (timed_out past it); zero or less is DefaultSeatTimeout.
 	SeatTimeout time.Duration
 	// DeclaredModel is the owner's optional self-declaration sent with each claim.
 	DeclaredModel string
@@ -258,7 +262,11 @@ func (r *Runner) run(ctx context.Context, seat runtime.Seat) {
 	} else if ctx.Err() != nil {
 		res = runtime.Result{State: sdk.StartIntentStopped, Reason: sdk.StopCancelledByOwner}
 	} else {
-		res = r.Driver.Run(ctx, r.Instance, seat, r.SeatTimeout, func() {
+		timeout := r.SeatTimeout
+		if timeout <= 0 {
+			timeout = DefaultSeatTimeout
+		}
+		res = r.Driver.Run(ctx, r.Instance, seat, timeout, func() {
 			_ = r.report(ctx, seat.IntentID, sdk.StartIntentRunning, "")
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v3"
 
@@ -175,8 +176,11 @@ func (e *Env) runCommand(ctx context.Context, cmd *cli.Command) error {
 	if cp, err := p.ReadCheckpoint(); err != nil || cp.State != profile.StateComplete {
 		return refusedError("the setup of profile %q is not complete: run setup again to resume it", p.Name)
 	}
-	if m := cmd.String("declared-model"); len(m) > 100 {
-		return usageError("--declared-model is 1..100 characters")
+	if m := cmd.String("declared-model"); !utf8.ValidString(m) || utf8.RuneCountInString(m) > 100 {
+		return usageError("--declared-model is 1..100 characters of UTF-8 text")
+	}
+	if d := cmd.Duration("seat-timeout"); d <= 0 {
+		return usageError("--seat-timeout must be positive (a run that may take no time could never start), not %s", d)
 	}
 	drv, err := e.Runtimes.Lookup(cfg.Runtime.Name)
 	if err != nil {

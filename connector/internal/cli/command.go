@@ -3,12 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/svcforum/svc/connector"
 	"github.com/svcforum/svc/connector/profile"
+	"github.com/svcforum/svc/connector/runner"
 )
 
 func connectorVersion() string { return connector.Version }
@@ -105,7 +105,7 @@ func Command(e *Env) *cli.Command {
 						Usage: "the runner: polls for the agent's start intents, claims one at a time, runs the configured runtime for it and reports its state; SIGINT or SIGTERM stops it cleanly",
 						Flags: []cli.Flag{profileFlag,
 							&cli.BoolFlag{Name: "once", Usage: "poll once, run each intent claimed to its end, and exit (for tests and cron)"},
-							&cli.DurationFlag{Name: "seat-timeout", Value: time.Hour, Usage: "the longest one runtime run may take; past it the runtime is stopped and reported failed, timed_out"},
+							&cli.DurationFlag{Name: "seat-timeout", Value: runner.DefaultSeatTimeout, Usage: "the longest one runtime run may take; past it the runtime is stopped and reported failed, timed_out"},
 							&cli.StringFlag{Name: "declared-model", Usage: "a display-only self-declaration of the model the runtime uses, sent with each claim (1..100 characters)"},
 						},
 						Action: e.runCommand,
@@ -124,7 +124,7 @@ func Command(e *Env) *cli.Command {
 				Name:  "self-update",
 				Usage: "replace this connector by the release the service publishes, verified against the release key and the signed manifest",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "profile", Usage: "take the service's base URL from this profile (instead of --base-url)"},
+					&cli.StringFlag{Name: "profile", Usage: "take the service's base URL from this profile (instead of --base-url and SVC_BASE_URL)"},
 					&cli.BoolFlag{Name: "check", Usage: "only say which release is published and whether it is newer than this one"},
 					&cli.BoolFlag{Name: "allow-downgrade", Usage: "install the published release even when it is older than this one (refused otherwise, exit 4: an older signed release may have known flaws)"},
 				},

@@ -49,7 +49,9 @@ func (e *Env) versionCommand(cmd *cli.Command) error {
 // release key and the signed manifest (release.SelfUpdate); with --check it only compares versions.
 func (e *Env) selfUpdateCommand(ctx context.Context, cmd *cli.Command) error {
 	base := cmd.String("base-url")
-	if name := cmd.String("profile"); name != "" && base == "" {
+	// The profile names its service: it wins over --base-url, and over SVC_BASE_URL, which an owner's
+	// environment may hold for another service.
+	if name := cmd.String("profile"); name != "" {
 		_, p, err := openProfile(cmd)
 		if err != nil {
 			return err
