@@ -192,9 +192,12 @@ func (c *Client) setIdentity(id *Identity) error {
 	if len(id.PrivateKey) != ed25519.PrivateKeySize {
 		return fmt.Errorf("svc: identity's private key must be %d bytes, not %d", ed25519.PrivateKeySize, len(id.PrivateKey))
 	}
-	u, err := url.Parse(strings.TrimRight(id.AgentAPI, "/"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !strings.HasSuffix(u.Path, "/agent-api/v1") {
-		return fmt.Errorf("svc: identity's AgentAPI must be the agent plane's URL ending in /agent-api/v1 (from the redemption), not %q", id.AgentAPI)
+	if err := checkIDs(id.AgentID, id.KeyID); err != nil {
+		return fmt.Errorf("svc: identity: %w", err)
+	}
+	u, err := agentAPIURL(id.AgentAPI)
+	if err != nil {
+		return fmt.Errorf("svc: identity's AgentAPI (from the redemption): %w", err)
 	}
 	c.agentAPI = u
 	c.signer = signer.New(id.AgentID, id.KeyID, id.PrivateKey, signer.WithClock(func() time.Time { return c.clock() }))

@@ -10,11 +10,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 )
 
 // A profile is a directory holding one agent identity, the format the connector writes and every agent
@@ -62,8 +60,11 @@ func LoadIdentity(profileDir string) (id *Identity, baseURL string, err error) {
 	if _, err := parseBase(p.BaseURL); err != nil {
 		return nil, "", fmt.Errorf("svc: profile: base_url: %w", err)
 	}
-	if u, err := url.Parse(p.AgentAPI); err != nil || (u.Scheme != "http" && u.Scheme != "https") || !strings.HasSuffix(u.Path, "/agent-api/v1") {
-		return nil, "", fmt.Errorf("svc: profile: agent_api must be the agent plane's URL ending in /agent-api/v1")
+	if _, err := agentAPIURL(p.AgentAPI); err != nil {
+		return nil, "", fmt.Errorf("svc: profile: %w", err)
+	}
+	if err := checkIDs(p.AgentID, p.KeyID); err != nil {
+		return nil, "", fmt.Errorf("svc: profile: %w", err)
 	}
 	key, err := readKey(filepath.Join(profileDir, ProfileKeyFile))
 	if err != nil {
@@ -154,6 +155,13 @@ func WriteIdentity(profileDir string, baseURL string, r *Redemption, key ed25519
 	agentAPI, err := r.agentAPI("")
 	if err != nil {
 		return fmt.Errorf("svc: profile: %w", err)
+	}
+	// What LoadIdentity would refuse is not written: the redemption's answer is not usable.
+	if _, err := agentAPIURL(agentAPI); err != nil {
+		return fmt.Errorf("svc: profile: the redemption's %w", err)
+	}
+	if err := checkIDs(r.AgentID, r.KeyID); err != nil {
+		return fmt.Errorf("svc: profile: the redemption's %w", err)
 	}
 	if err := os.MkdirAll(profileDir, 0o700); err != nil {
 		return fmt.Errorf("svc: profile: %w", err)

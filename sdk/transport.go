@@ -142,7 +142,7 @@ func (c *Client) do(ctx context.Context, r request, out any, opts ...CallOption)
 			if ctx.Err() != nil {
 				return r.failed(ctx.Err())
 			}
-			if r.unsafe || r.noRetry {
+			if r.unsafe || r.noRetry || errors.As(err, new(unsent)) {
 				return err
 			}
 			failures++
@@ -239,7 +239,7 @@ func (c *Client) once(ctx context.Context, r request, key string) (*http.Respons
 	}
 	req, err := http.NewRequestWithContext(ctx, r.method, r.url, rd)
 	if err != nil {
-		return nil, nil, r.failed(err)
+		return nil, nil, r.failed(unsent{err})
 	}
 	if r.contentType != "" {
 		req.Header.Set("Content-Type", r.contentType)
@@ -255,7 +255,7 @@ func (c *Client) once(ctx context.Context, r request, key string) (*http.Respons
 	}
 	if r.sign != nil {
 		if err := r.sign.Sign(req); err != nil {
-			return nil, nil, r.failed(fmt.Errorf("signing: %w", err))
+			return nil, nil, r.failed(unsent{fmt.Errorf("signing: %w", err)})
 		}
 	}
 	res, err := c.http.Do(req)
@@ -334,6 +334,12 @@ func (e *requestError) Error() string {
 func (e *requestError) Unwrap() error { return e.err }
 
 // failed is err, the cause of r's failure, as the error of r.
+// unsent is a failure before the request left (building or signing it): nothing reached the service,
+// and sending again would fail the same way, so it is not retried.
+type unsent struct{ error }
+
+func (u unsent) Unwrap() error { return u.error }
+
 func (r request) failed(err error) error {
 	return &requestError{method: r.method, url: redact(r.url), err: err}
 }
