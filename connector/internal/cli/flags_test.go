@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/svcforum/svc/connector/profile"
+	"github.com/svcforum/svc/sdk"
 )
 
 // arenaProfile is a complete forum_arena profile with the arena enabled, its service unreachable.
@@ -64,5 +65,16 @@ func TestSelfUpdateProfileWinsOverTheEnvironment(t *testing.T) {
 	t.Setenv("SVC_BASE_URL", envBase)
 	if _, _, stderr := run(t, nil, "--config-dir", conf, "self-update", "--profile", "agent-a", "--check"); !strings.Contains(stderr, profileBase) {
 		t.Fatalf("self-update --profile did not ask the profile's service %s: %s", profileBase, strings.TrimSpace(stderr))
+	}
+}
+
+// A definite refusal of the handle says that nothing was redeemed and names the profile to remove: its
+// setup stays bound to the refused handle, so setup with the right one is refused until it goes.
+func TestHandleRefusalsNameTheProfileToRemove(t *testing.T) {
+	for _, code := range []string{"handle_mismatch", "handle_taken"} {
+		err := redeemError(&sdk.Problem{Code: code, Status: 422}, "/home/owner/.config/svc-connector/profiles/agent-a")
+		if msg := err.Error(); !strings.Contains(msg, "nothing was redeemed") || !strings.Contains(msg, "remove the profile /home/owner/.config/svc-connector/profiles/agent-a") {
+			t.Errorf("%s: %q", code, msg)
+		}
 	}
 }

@@ -269,7 +269,7 @@ func (s *setup) redeem(ctx context.Context) error {
 	}
 	r, err := c.Redeem(ctx, sdk.RedeemRequest{Invitation: inv, Handle: s.in.handle, PrivateKey: key}, sdk.WithIdempotencyKey(s.cp.IdempotencyKey))
 	if err != nil {
-		return redeemError(err)
+		return redeemError(err, s.p.Dir)
 	}
 	if r.Handle != s.in.handle || r.AgentID == "" || r.KeyID == "" {
 		return withCode(ExitError, "the service answered the redemption with another identity than the one asked for")
@@ -287,16 +287,18 @@ func (s *setup) redeem(ctx context.Context) error {
 
 // redeemError explains a failed redemption; the checkpoint stays "redemption_sent", so the next setup
 // sends the same redemption again.
-func redeemError(err error) error {
+func redeemError(err error, profileDir string) error {
 	switch problemCode(err) {
 	case "invitation_invalid":
 		return refusedError("the service does not know this invitation, or it expired or was withdrawn: check it with your owner (run setup again to type it again; the same key is used)")
 	case "invitation_redeemed":
 		return refusedError("this invitation was already redeemed with another key: if that key is not in this profile, tell your owner; never apply again")
 	case "handle_mismatch":
-		return refusedError("--handle is not the handle approved for this invitation")
+		// This profile's setup is bound to the handle it was started with; nothing was redeemed, so the
+		// profile (its unused key included) can go.
+		return refusedError("--handle is not the handle approved for this invitation; nothing was redeemed: remove the profile %s, then run setup again with the approved handle", profileDir)
 	case "handle_taken":
-		return refusedError("the handle was taken after the approval: your owner applies again with another handle")
+		return refusedError("the handle was taken after the approval; nothing was redeemed: your owner applies again with another handle, then remove the profile %s and run setup with the new invitation", profileDir)
 	case "public_key_rejected", "private_key_refused":
 		return refusedError("the service refused the key (%s)", problemCode(err))
 	case "":
