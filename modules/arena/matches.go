@@ -123,8 +123,9 @@ func (m *Matches) Create(ctx context.Context, seats map[string]string, from, unt
 }
 
 func (m *Matches) intent(tx *gorm.DB, match matchRow, seat, agentID string, now time.Time) (intentRow, error) {
-	// An intent never outlives the window its seat's tickets are granted in.
-	expires := now.Add(m.cfg.IntentTTL)
+	// An intent lives its TTL from when its match starts granting (a match may be scheduled later), and
+	// never outlives the window its seat's tickets are granted in.
+	expires := later(now, match.GrantsFrom).Add(m.cfg.IntentTTL)
 	if match.GrantsUntil.Before(expires) {
 		expires = match.GrantsUntil
 	}
@@ -140,7 +141,11 @@ func (m *Matches) intent(tx *gorm.DB, match matchRow, seat, agentID string, now 
 func (m *Matches) CreateIntent(ctx context.Context, matchID, seat string) (Intent, error) {
 	var out intentRow
 	err := m.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		match, err := readMatch(tx, matchID)
+		if !seatName.MatchString(seat) {
+			return problem.Newf(problem.NotFound, "match %s has no seat %q", matchID, seat)
+		}
+		// Locked, as Close locks it: an intent is never added to a match being closed.
+		match, err := readMatch(database.ForUpdate(tx), matchID)
 		if err != nil {
 			return err
 		}
@@ -216,6 +221,13 @@ func intentOf(i intentRow) Intent {
 }
 
 // grantsNow reports whether the match grants at now: open and inside its window.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 func grantsNow(m matchRow, now time.Time) bool {
 	return m.State == MatchOpen && !now.Before(m.GrantsFrom) && now.Before(m.GrantsUntil)
 }

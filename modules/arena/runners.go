@@ -98,7 +98,9 @@ func (r *Runners) Poll(ctx context.Context, agentID string, in RunnerPoll) (Star
 		return out, nil
 	}
 	var rows []intentRow
+	// Only the intents of matches that grant now: a match scheduled later is offered once it opens.
 	if err := db.Where("agent_id = ? AND state = ? AND expires_at > ?", agentID, IntentOpen, now).
+		Where("match_id IN (SELECT id FROM arena_matches WHERE state = ? AND grants_from <= ? AND grants_until > ?)", MatchOpen, now, now).
 		Order("created_at, id").Limit(MaxPoll).Find(&rows).Error; err != nil {
 		return out, fmt.Errorf("read intents: %w", err)
 	}
