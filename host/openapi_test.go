@@ -264,6 +264,7 @@ func TestServedOpenAPIDescribesRealResponses(t *testing.T) {
 		{"/api/v1/search?q=", 400},
 		{"/health/live", 200},
 		{"/health/ready", 200},
+		{"/arena/grant-keys.json", 200},
 	} {
 		req, b, res := get(c.path, nil)
 		if res.status != c.status {

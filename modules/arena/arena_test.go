@@ -170,6 +170,7 @@ func (w *world) jwks(t testing.TB) (jose.JSONWebKeySet, []byte) {
 		t.Fatalf("JWKS served as %q with Cache-Control %q", r.Header.Get("Content-Type"), r.Header.Get("Cache-Control"))
 	}
 	testkit.Expect(t, testkit.Serve(w.engine, httptest.NewRequest(http.MethodHead, arena.JWKSPath, nil)), http.StatusOK, "")
+	testkit.Valid(t, "grant-keys", r.Body)
 	var set jose.JSONWebKeySet
 	r.Decode(t, &set)
 	return set, r.Body

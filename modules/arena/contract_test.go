@@ -206,6 +206,7 @@ func TestContractArenaPublications(t *testing.T) {
 	for _, op := range ctOperations {
 		queue = append(queue, op.request, op.response)
 	}
+	queue = append(queue, "grant-keys") // the answer of the public JWKS location
 	ref := regexp.MustCompile(`"\$ref":\s*"/contracts/schemas/([a-z0-9-]+)\.schema\.json"`)
 	for len(queue) > 0 {
 		name := queue[0]
