@@ -63,7 +63,9 @@ func Serve(cfg Config, log *slog.Logger, mods []plugin.Descriptor) fx.Option {
 	return fx.Options(
 		Core(cfg, log, mods),
 		fx.Provide(newRegistry, newListeners, newDrain),
-		fx.Invoke(registerServers, startJobs),
+		// The job runner starts before the listeners and so stops after them: at shutdown the listeners
+		// stop taking requests and drain first, then running jobs get their time.
+		fx.Invoke(startJobs, registerServers),
 	)
 }
 

@@ -33,6 +33,9 @@ func backupCommand(stdout io.Writer) *cli.Command {
 		Usage: "copy the SQLite database, consistently and while the service serves, to a new file (PostgreSQL: pg_dump, see host/README.md)",
 		Flags: []cli.Flag{&cli.StringFlag{Name: "to", Usage: "the backup `FILE` to create; an existing file is never overwritten", Required: true}},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if err := plainArguments(cmd); err != nil {
+				return err
+			}
 			dialect, path, err := parseDatabaseURL(cmd.String("database-url"))
 			if err != nil {
 				return err

@@ -222,6 +222,14 @@ func TestBackupRefuses(t *testing.T) {
 			t.Fatalf("the directory holds %v, want the first backup alone", got)
 		}
 	})
+	t.Run("not UTF-8", func(t *testing.T) {
+		// Refused as every admin command refuses it: the path printed would not be the file made.
+		to := filepath.Join(t.TempDir(), "b\xff.db")
+		refused(t, env, to, "--to is not valid UTF-8")
+		if _, err := os.Stat(to); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%q: %v, want no file", to, err)
+		}
+	})
 	t.Run("missing directory", func(t *testing.T) {
 		missing := filepath.Join(dir, "missing")
 		refused(t, env, filepath.Join(missing, "backup.db"), "no such file or directory")

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -528,4 +529,27 @@ func TestAdminCommandOfADisabledModule(t *testing.T) {
 	env := map[string]string{"SVC_DATABASE_URL": testConfig(t, "sqlite").DatabaseURL, "SVC_MODULES": "discovery,sigv1"}
 	adminFails(t, env, "module billing is not enabled here: add it to --modules (SVC_MODULES=discovery,sigv1)", "wallet", "audit")
 	adminFails(t, env, "module reports is not enabled here", "report", "list")
+}
+
+// Settings that would undo what they set are refused by name: a NaN or infinite public rate (the
+// limiter lets everything through), a pool of no connections (the readiness check ran no query, so a
+// lost database was "ok"), a database wait of no time (reported as the database not answering).
+func TestValidateRefusesSettingsThatUndoThemselves(t *testing.T) {
+	for name, c := range map[string]struct {
+		edit func(*Config)
+		flag string
+	}{
+		"NaN rate":         {func(c *Config) { c.PublicRate = math.NaN() }, "--public-rate"},
+		"infinite rate":    {func(c *Config) { c.PublicRate = math.Inf(1) }, "--public-rate"},
+		"no connections":   {func(c *Config) { c.DB.MaxOpenConns = -1 }, "--db-max-open-conns"},
+		"zero connections": {func(c *Config) { c.DB.MaxOpenConns = 0 }, "--db-max-open-conns"},
+		"negative idle":    {func(c *Config) { c.DB.MaxIdleConns = -1 }, "--db-max-idle-conns"},
+		"no wait":          {func(c *Config) { c.DatabaseWait = 0 }, "--database-wait"},
+	} {
+		cfg := testConfig(t, "sqlite")
+		c.edit(&cfg)
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.flag) {
+			t.Errorf("%s: Validate = %v, want a refusal naming %s", name, err, c.flag)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -219,14 +220,17 @@ func (c Config) Validate() error {
 			return fmt.Errorf("--%s / %s: %q is not an absolute http(s) URL without query", u.flag, u.env, u.value)
 		}
 	}
-	if c.PublicRate <= 0 || c.PublicBurst < 1 {
-		return fmt.Errorf("--public-rate must be positive and --public-burst at least 1, got %g and %d", c.PublicRate, c.PublicBurst)
+	if !(c.PublicRate > 0) || math.IsInf(c.PublicRate, 1) || c.PublicBurst < 1 { // NaN and +Inf would lift the limit
+		return fmt.Errorf("--public-rate must be a positive number and --public-burst at least 1, got %g and %d", c.PublicRate, c.PublicBurst)
 	}
 	if c.Jobs.Workers < 1 || c.Jobs.PollInterval < 10*time.Millisecond || c.Jobs.Timeout <= 0 || c.Jobs.RescueAfter <= c.Jobs.Timeout {
 		return fmt.Errorf("jobs: --jobs-workers at least 1, --jobs-poll-interval at least 10ms, and --jobs-rescue-after (%s) longer than --jobs-timeout (%s)", c.Jobs.RescueAfter, c.Jobs.Timeout)
 	}
 	if c.ReadDB.MaxOpenConns < 1 {
 		return fmt.Errorf("--db-read-max-conns must be at least 1, got %d", c.ReadDB.MaxOpenConns)
+	}
+	if c.DB.MaxOpenConns < 1 || c.DB.MaxIdleConns < 0 {
+		return fmt.Errorf("--db-max-open-conns must be at least 1 and --db-max-idle-conns not negative, got %d and %d", c.DB.MaxOpenConns, c.DB.MaxIdleConns)
 	}
 	for name, addr := range map[string]string{"public-addr": c.PublicAddr, "agent-edge-addr": c.AgentEdgeAddr, "admin-addr": c.AdminAddr} {
 		if addr == "" {
@@ -251,7 +255,7 @@ func (c Config) Validate() error {
 	if c.ShutdownDelay < 0 {
 		return fmt.Errorf("--shutdown-delay must not be negative, got %s", c.ShutdownDelay)
 	}
-	for name, d := range map[string]time.Duration{"shutdown-timeout": c.ShutdownTimeout, "ready-timeout": c.ReadyTimeout, "read-header-timeout": c.HTTP.ReadHeader, "db-timeout": c.DB.Timeout, "db-read-timeout": c.ReadDB.Timeout, "db-slow-threshold": c.DB.SlowThreshold} {
+	for name, d := range map[string]time.Duration{"shutdown-timeout": c.ShutdownTimeout, "ready-timeout": c.ReadyTimeout, "read-header-timeout": c.HTTP.ReadHeader, "db-timeout": c.DB.Timeout, "db-read-timeout": c.ReadDB.Timeout, "db-slow-threshold": c.DB.SlowThreshold, "database-wait": c.DatabaseWait} {
 		if d <= 0 {
 			return fmt.Errorf("--%s must be positive, got %s", name, d)
 		}

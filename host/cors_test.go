@@ -237,3 +237,22 @@ func TestReadPlaneCORSWhenLimited(t *testing.T) {
 		t.Fatalf("a 429 of the read plane is not readable elsewhere: %v", res.header)
 	}
 }
+
+// The read plane's refusals made before any route (406 for another version, 400 for a malformed query
+// string) carry CORS too, so that a script on another origin reads the problem, not a network error.
+func TestReadPlaneRefusalsCarryCORS(t *testing.T) {
+	r := start(t, testConfig(t, "sqlite"), allModules(t))
+	for _, c := range []struct {
+		path   string
+		header map[string]string
+		status int
+	}{
+		{"/api/v1/categories", map[string]string{"Origin": elsewhere, "Accept": "application/svc+json; version=2"}, 406},
+		{"/api/v1/search?q=100%", map[string]string{"Origin": elsewhere}, 400},
+	} {
+		res := do(t, "GET", r.url(ListenerPublic, c.path), c.header)
+		if res.status != c.status || res.header.Get("Access-Control-Allow-Origin") != "*" {
+			t.Errorf("%s: %d with Access-Control-Allow-Origin %q, want %d with *", c.path, res.status, res.header.Get("Access-Control-Allow-Origin"), c.status)
+		}
+	}
+}

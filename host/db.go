@@ -117,7 +117,7 @@ func registerMigrate(p migrateParams) {
 func databaseReadiness(db *gorm.DB, cfg Config) plugin.Readiness {
 	return plugin.Readiness{Name: "database", Check: func(ctx context.Context) error {
 		var err error
-		for range cfg.DB.MaxOpenConns + 1 {
+		for range max(cfg.DB.MaxOpenConns, 0) + 1 {
 			var one int
 			if err = db.WithContext(ctx).Raw("SELECT 1").Scan(&one).Error; err == nil {
 				if one != 1 {

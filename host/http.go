@@ -89,8 +89,8 @@ func newListeners(p listenersParams) (*Listeners, error) {
 	})
 	ready := ready(p.Readiness, p.Config.ReadyTimeout, p.Log, p.Drain)
 	ls := &Listeners{}
-	add := func(name, addr string) (*gin.Engine, error) {
-		e, err := newEngine(name, p, ready)
+	add := func(name, addr string, early ...gin.HandlerFunc) (*gin.Engine, error) {
+		e, err := newEngine(name, p, ready, early...)
 		if err != nil {
 			return nil, err
 		}
@@ -98,11 +98,12 @@ func newListeners(p listenersParams) (*Listeners, error) {
 		return e, nil
 	}
 
-	public, err := add(ListenerPublic, p.Config.PublicAddr)
+	// CORS comes before the engine's own refusals (406, a malformed query) and the limiter, so that a
+	// script on another origin reads those problems and its 429 too.
+	public, err := add(ListenerPublic, p.Config.PublicAddr, readPlaneCORS())
 	if err != nil {
 		return nil, err
 	}
-	public.Use(readPlaneCORS()) // before the limiter, so that a script on another origin reads its 429 too
 	public.Use(limitAddresses(newAddressLimiter(p.Config.PublicRate, p.Config.PublicBurst), p.Site))
 	public.NoRoute(pageOr(p.Site, notFound))
 	public.NoMethod(pageOr(p.Site, methodNotAllowed))
@@ -147,7 +148,9 @@ func newListeners(p listenersParams) (*Listeners, error) {
 	return ls, nil
 }
 
-func newEngine(name string, p listenersParams, ready gin.HandlerFunc) (*gin.Engine, error) {
+// newEngine builds a listener's engine; early run after the request ID, the access log and recovery, and
+// before negotiation.
+func newEngine(name string, p listenersParams, ready gin.HandlerFunc, early ...gin.HandlerFunc) (*gin.Engine, error) {
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
 	// A signed request-target is exact: never redirect to a "fixed" path.
@@ -158,7 +161,9 @@ func newEngine(name string, p listenersParams, ready gin.HandlerFunc) (*gin.Engi
 		return nil, fmt.Errorf("--trusted-proxies: %w", err)
 	}
 	e.Use(p.Tracing.middleware(name)...)
-	e.Use(requestID(), observe(name, p.Log, p.Metrics), recovery(p.Log), negotiate())
+	e.Use(requestID(), observe(name, p.Log, p.Metrics), recovery(p.Log))
+	e.Use(early...)
+	e.Use(negotiate())
 	e.NoRoute(notFound)
 	e.NoMethod(methodNotAllowed)
 	e.GET(livePath, live)

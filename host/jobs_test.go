@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -91,4 +92,78 @@ func TestJobsInsertedWithTheirWrite(t *testing.T) {
 			}
 		}
 	})
+}
+
+// blockArgs is a test job that runs until it is cancelled.
+type blockArgs struct{}
+
+func (blockArgs) Kind() string { return "host_test_block" }
+
+type blockWorker struct {
+	river.WorkerDefaults[blockArgs]
+	started   chan<- struct{}
+	cancelled chan<- struct{}
+}
+
+func (w blockWorker) Work(ctx context.Context, _ *river.Job[blockArgs]) error {
+	w.started <- struct{}{}
+	<-ctx.Done()
+	close(w.cancelled)
+	return ctx.Err()
+}
+
+// At shutdown the listeners stop taking connections before the job runner waits for its running jobs:
+// a job that runs to the shutdown timeout does not keep the listeners open (they took new requests
+// while readiness said 503, and had what was left of the stop's time to drain).
+func TestListenersStopBeforeRunningJobs(t *testing.T) {
+	cfg := testConfig(t, "sqlite")
+	cfg.Jobs.PollInterval = 50 * time.Millisecond
+	cfg.ShutdownTimeout = 3 * time.Second
+	started, cancelled := make(chan struct{}, 1), make(chan struct{})
+	var once sync.Once
+	worker := fx.Provide(plugin.AsWorkers(func() plugin.Workers {
+		return plugin.Workers{Module: "test", Register: func(w *river.Workers) error {
+			var err error
+			once.Do(func() { err = river.AddWorkerSafely(w, blockWorker{started: started, cancelled: cancelled}) })
+			return err
+		}}
+	}))
+	var ls *Listeners
+	var jobs port.Jobs
+	var db *gorm.DB
+	app := fx.New(Serve(cfg, testLogger(t), allModules(t)), worker, fx.Populate(&ls, &jobs, &db), fx.NopLogger)
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Transaction(func(tx *gorm.DB) error { return jobs.InsertTx(context.Background(), tx, blockArgs{}, nil) }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the job did not start")
+	}
+	url := "http://" + ls.Addr(ListenerPublic) + "/health/live"
+	stopped := make(chan error, 1)
+	go func() { stopped <- app.Stop(context.Background()) }()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: time.Second}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		res, err := client.Get(url)
+		if err == nil {
+			res.Body.Close()
+			if time.Now().After(deadline) {
+				t.Fatal("the listener still takes connections")
+			}
+			continue
+		}
+		select {
+		case <-cancelled:
+			t.Fatal("the listener stopped only after the running job was cancelled: it waited for the job runner")
+		default: // the job still runs: the listeners went first
+		}
+		break
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
 }
