@@ -323,7 +323,7 @@ func adminCommands(stdout, stderr io.Writer) []*cli.Command {
 	invoke := Invoker(stderr)
 	cmds := []*cli.Command{{
 		Name:  "modules",
-		Usage: "list the enabled modules with their versions, applied and pending migrations (it runs while migrations are pending)",
+		Usage: "list the enabled modules with their versions, applied and pending migrations, and the host's own (jobs) (it runs while migrations are pending)",
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			return invoker(stderr, false)(ctx, cmd, func(ctx context.Context, db *gorm.DB, dep *plugin.Deployment, sets migrationSets) error {
 				type row struct {
@@ -350,6 +350,20 @@ func adminCommands(stdout, stderr io.Writer) []*cli.Command {
 						}
 						rows = append(rows, r)
 					}
+				}
+				// The host's own migrations (the job runner's tables) are pending like any module's,
+				// and refuse the other admin commands alike, so they are listed too.
+				for _, set := range sets.Migrations {
+					if slices.ContainsFunc(Catalog(), func(d plugin.Descriptor) bool { return d.ID == set.Module }) {
+						continue
+					}
+					r := row{ID: set.Module, Version: Version, Pending: pending[set.Module]}
+					if db.Migrator().HasTable(database.HistoryTable(set.Module)) {
+						if err := db.WithContext(ctx).Table(database.HistoryTable(set.Module)).Count(&r.Migrations).Error; err != nil {
+							return fmt.Errorf("count migrations of %s: %w", set.Module, err)
+						}
+					}
+					rows = append(rows, r)
 				}
 				return plugin.Print(cmd, stdout, map[string]any{"modules": rows})
 			})

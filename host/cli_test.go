@@ -155,8 +155,29 @@ func TestMigrateAndAdminModules(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil || strings.Count(stdout, "\n") != 1 {
 		t.Fatalf("stdout %q: %v", stdout, err)
 	}
-	if len(got.Modules) != len(Catalog()) || got.Modules[0].ID != IDs(Catalog())[0] || got.Modules[0].Version == "" {
-		t.Fatalf("modules %+v", got.Modules)
+	if len(got.Modules) != len(Catalog())+1 || got.Modules[0].ID != IDs(Catalog())[0] || got.Modules[0].Version == "" || got.Modules[len(Catalog())].ID != "jobs" {
+		t.Fatalf("modules %+v, want the catalog's then the host's jobs", got.Modules)
+	}
+	// A step of the host's own migrations missing (a newer River) shows as pending, as it refuses the
+	// other admin commands.
+	db, err := database.Open(env["SVC_DATABASE_URL"], database.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec(`DELETE FROM jobs_migrations WHERE id = (SELECT max(id) FROM jobs_migrations)`).Error; err != nil {
+		t.Fatal(err)
+	}
+	sqlDB, _ := db.DB()
+	sqlDB.Close()
+	_, stdout, _ = runMain(t, env, "admin", "modules", "--json")
+	if !strings.Contains(stdout, `{"id":"jobs","version":"`+Version+`","migrations_applied":`) || !strings.Contains(stdout, `"migrations_pending":1}`) {
+		t.Fatalf("after removing a jobs step: %s", stdout)
+	}
+	if code, _, stderr := runMain(t, env, "admin", "org", "list"); code == 0 || !strings.Contains(stderr, "jobs 1") {
+		t.Fatalf("org list with a jobs step pending: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr := runMain(t, env, "migrate"); code != 0 {
+		t.Fatalf("migrate again: %d %s", code, stderr)
 	}
 	// Without --json the same result is printed for people.
 	_, stdout, _ = runMain(t, env, "admin", "modules")
