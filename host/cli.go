@@ -261,12 +261,14 @@ func run(ctx context.Context, cmd *cli.Command, stderr io.Writer, cfg Config, fn
 // context.Context, its others are taken from the application, and it returns an error. It never
 // migrates: while an enabled module has a pending migration it refuses, naming `svc migrate`.
 func Invoker(stderr io.Writer) plugin.Invoke {
-	return invoker(stderr, true)
+	return invoker(stderr, true, "")
 }
 
 // invoker is Invoker; with refusePending false it also runs on a database with pending migrations
-// (for commands that only inspect it, like `admin modules`, or copy it, like a backup).
-func invoker(stderr io.Writer, refusePending bool) plugin.Invoke {
+// (for commands that only inspect it, like `admin modules`, or copy it, like a backup). With a module,
+// the command is that module's: while the deployment leaves it out, the command says so (it could not
+// find its services).
+func invoker(stderr io.Writer, refusePending bool, module string) plugin.Invoke {
 	return func(ctx context.Context, cmd *cli.Command, fn any) error {
 		if err := plainArguments(cmd); err != nil {
 			return err
@@ -274,6 +276,9 @@ func invoker(stderr io.Writer, refusePending bool) plugin.Invoke {
 		cfg, err := configFrom(cmd)
 		if err != nil {
 			return err
+		}
+		if module != "" && len(cfg.Modules) > 0 && !slices.Contains(cfg.Modules, module) { // none named: all
+			return fmt.Errorf("module %s is not enabled here: add it to --modules (SVC_MODULES=%s)", module, strings.Join(cfg.Modules, ","))
 		}
 		cfg.NoMigrate = true
 		call, deps, err := bind(fn)
@@ -320,12 +325,11 @@ func bind(fn any) (call func(context.Context) error, capture any, err error) {
 
 // adminCommands are the host's own admin commands and those of every module built in.
 func adminCommands(stdout, stderr io.Writer) []*cli.Command {
-	invoke := Invoker(stderr)
 	cmds := []*cli.Command{{
 		Name:  "modules",
 		Usage: "list the enabled modules with their versions, applied and pending migrations, and the host's own (jobs) (it runs while migrations are pending)",
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			return invoker(stderr, false)(ctx, cmd, func(ctx context.Context, db *gorm.DB, dep *plugin.Deployment, sets migrationSets) error {
+			return invoker(stderr, false, "")(ctx, cmd, func(ctx context.Context, db *gorm.DB, dep *plugin.Deployment, sets migrationSets) error {
 				type row struct {
 					ID         string `json:"id"`
 					Version    string `json:"version"`
@@ -336,31 +340,29 @@ func adminCommands(stdout, stderr io.Writer) []*cli.Command {
 				if err != nil {
 					return err
 				}
-				rows := []row{}
+				// The enabled modules in the catalog's order, then the host's own migrations (the job
+				// runner's tables), which are pending like any module's and refuse the other commands alike.
+				versions := map[string]string{}
 				for _, d := range Catalog() {
-					for _, id := range dep.Modules {
-						if id != d.ID {
-							continue
-						}
-						r := row{ID: d.ID, Version: d.Version, Pending: pending[d.ID]}
-						if db.Migrator().HasTable(database.HistoryTable(d.ID)) {
-							if err := db.WithContext(ctx).Table(database.HistoryTable(d.ID)).Count(&r.Migrations).Error; err != nil {
-								return fmt.Errorf("count migrations of %s: %w", d.ID, err)
-							}
-						}
-						rows = append(rows, r)
+					versions[d.ID] = d.Version
+				}
+				var ids []string
+				for _, d := range Catalog() {
+					if slices.Contains(dep.Modules, d.ID) {
+						ids = append(ids, d.ID)
 					}
 				}
-				// The host's own migrations (the job runner's tables) are pending like any module's,
-				// and refuse the other admin commands alike, so they are listed too.
 				for _, set := range sets.Migrations {
-					if slices.ContainsFunc(Catalog(), func(d plugin.Descriptor) bool { return d.ID == set.Module }) {
-						continue
+					if _, module := versions[set.Module]; !module {
+						ids, versions[set.Module] = append(ids, set.Module), Version
 					}
-					r := row{ID: set.Module, Version: Version, Pending: pending[set.Module]}
-					if db.Migrator().HasTable(database.HistoryTable(set.Module)) {
-						if err := db.WithContext(ctx).Table(database.HistoryTable(set.Module)).Count(&r.Migrations).Error; err != nil {
-							return fmt.Errorf("count migrations of %s: %w", set.Module, err)
+				}
+				rows := []row{}
+				for _, id := range ids {
+					r := row{ID: id, Version: versions[id], Pending: pending[id]}
+					if db.Migrator().HasTable(database.HistoryTable(id)) {
+						if err := db.WithContext(ctx).Table(database.HistoryTable(id)).Count(&r.Migrations).Error; err != nil {
+							return fmt.Errorf("count migrations of %s: %w", id, err)
 						}
 					}
 					rows = append(rows, r)
@@ -372,29 +374,10 @@ func adminCommands(stdout, stderr io.Writer) []*cli.Command {
 	cmds = append(cmds, backupCommand(stdout))
 	for _, d := range Catalog() {
 		if d.Admin != nil {
-			cmds = append(cmds, d.Admin(enabledOnly(d.ID, invoke))...)
+			cmds = append(cmds, d.Admin(invoker(stderr, true, d.ID))...)
 		}
 	}
 	return cmds
-}
-
-// enabledOnly runs module id's commands through invoke while id is enabled, and otherwise says so:
-// without it the command could not find its services, and would say that instead.
-func enabledOnly(id string, invoke plugin.Invoke) plugin.Invoke {
-	return func(ctx context.Context, cmd *cli.Command, fn any) error {
-		cfg, err := configFrom(cmd)
-		if err != nil {
-			return err
-		}
-		mods, err := Select(Catalog(), cfg.Modules)
-		if err != nil {
-			return err
-		}
-		if !slices.ContainsFunc(mods, func(d plugin.Descriptor) bool { return d.ID == id }) {
-			return fmt.Errorf("module %s is not enabled here: add it to --modules (SVC_MODULES=%s)", id, strings.Join(cfg.Modules, ","))
-		}
-		return invoke(ctx, cmd, fn)
-	}
 }
 
 // plainArguments refuses a flag value or argument that is not valid UTF-8 or holds a NUL: each ends up

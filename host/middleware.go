@@ -205,7 +205,7 @@ func negotiate() gin.HandlerFunc {
 // site's page of the problem.
 func wellFormedQuery(s *site.Site) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if _, err := url.ParseQuery(c.Request.URL.RawQuery); err != nil {
+		if malformedQuery(c.Request.URL.RawQuery) {
 			p := problem.New(problem.BadRequest, "The query string is not valid URL encoding: a '%' must start an escape such as %20 or %2F, and parameters are separated by '&'.")
 			if s != nil && site.WantsHTML(c.GetHeader("Accept")) {
 				s.Problem(c, p)
@@ -217,6 +217,16 @@ func wellFormedQuery(s *site.Site) gin.HandlerFunc {
 		}
 		c.Next()
 	}
+}
+
+// malformedQuery reports whether raw is not valid URL encoding. Only an escape or a ';' can be, so most
+// queries are not parsed here as well as by gin for the handler.
+func malformedQuery(raw string) bool {
+	if !strings.ContainsAny(raw, "%;") {
+		return false
+	}
+	_, err := url.ParseQuery(raw)
+	return err != nil
 }
 
 // recovery turns a panic into a 500 problem that leaks nothing; the panic and its stack are logged once.

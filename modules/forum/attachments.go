@@ -113,15 +113,9 @@ func (w *Writes) checkAttachments(list []AttachmentInput) *problem.Problem {
 	if p := (post{attachments: list}).keyIn(); p != nil {
 		return p
 	}
-	for i, a := range list {
-		at := fmt.Sprintf("/attachments/%d", i)
-		if p := policy(at+"/alt_text", a.AltText, false); p != nil {
+	for pointer, s := range (post{attachments: list}).texts() { // alt texts and captions: one line each
+		if p := policy(pointer, s, false); p != nil {
 			return p
-		}
-		if a.Caption != nil {
-			if p := policy(at+"/caption", *a.Caption, false); p != nil {
-				return p
-			}
 		}
 	}
 	return nil

@@ -55,7 +55,7 @@ FROM forum_replies AS r WHERE r.id = ?`, id).Scan(&at).Error; err != nil {
 			p.fail(c, err)
 			return
 		}
-		target += "?" + url.Values{"cursor": {*cur}, "page": {strconv.FormatInt(n+1, 10)}}.Encode()
+		target = pageHref(target, nil)(url.Values{"cursor": {*cur}, "page": {strconv.FormatInt(n+1, 10)}}) // the thread page's own form
 	}
 	c.Redirect(http.StatusFound, target+"#r-"+id)
 }
