@@ -136,6 +136,7 @@ func (f failedStep) Error() string { return "plan step " + strconv.Itoa(int(f)) 
 // runInTransaction runs, in one transaction, the steps that steps returns on it; an error of steps
 // ends the transaction and is returned as it is.
 func runInTransaction(ctx context.Context, db *gorm.DB, steps func(tx *gorm.DB) ([]port.Step, error)) (int, error) {
+	committing := false // every step found what it expected: an error now is the commit's
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		planned, err := steps(tx)
 		if err != nil {
@@ -150,6 +151,7 @@ func runInTransaction(ctx context.Context, db *gorm.DB, steps func(tx *gorm.DB) 
 				return failedStep(i)
 			}
 		}
+		committing = true
 		return nil
 	})
 	var f failedStep
@@ -157,6 +159,9 @@ func runInTransaction(ctx context.Context, db *gorm.DB, steps func(tx *gorm.DB) 
 		return int(f), nil
 	}
 	if err != nil {
+		if committing {
+			err = fmt.Errorf("%w: %w", port.ErrMaybeCommitted, err)
+		}
 		return 0, err
 	}
 	return -1, nil
@@ -283,10 +288,18 @@ func runBatch(ctx context.Context, db *gorm.DB, steps []port.Step) (failed int, 
 					return nil
 				}
 				_ = br.Close()
+				if !errors.As(err, &pe) && !pgconn.SafeToRetry(err) {
+					// Lost after the batch was sent: the server may have run all of it.
+					err = fmt.Errorf("%w: %w", port.ErrMaybeCommitted, err)
+				}
 				return fmt.Errorf("write step %d: %w", i, err)
 			}
 		}
-		return br.Close()
+		if err := br.Close(); err != nil {
+			// Every statement ran: this is the implicit transaction's commit.
+			return fmt.Errorf("%w: %w", port.ErrMaybeCommitted, err)
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, err

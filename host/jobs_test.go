@@ -14,6 +14,7 @@ import (
 
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/database"
 	"github.com/svcforum/svc/database/dbtest"
 )
 
@@ -78,20 +79,82 @@ func TestJobsInsertedWithTheirWrite(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatal("the committed write's job was not worked")
 		}
+
+		// A planned write's job (InsertIn) is a statement of its plan: a plan refused after it leaves no
+		// job, a committed one is worked, and its row is the one River's own insert makes.
+		planned := func(n int, refuse bool) error {
+			_, _, err := database.Write(context.Background(), db, func(p *port.Plan) (int, any, error) {
+				if err := jobs.InsertIn(p, echoArgs{N: n}, nil); err != nil {
+					return 0, nil, err
+				}
+				if refuse {
+					p.Refuse(errors.New("the write was refused"))
+				}
+				return http.StatusCreated, struct{}{}, nil
+			})
+			return err
+		}
+		if err := planned(3, true); err == nil {
+			t.Fatal("a refused planned write reported success")
+		}
+		if err := planned(4, false); err != nil {
+			t.Fatalf("planned insert: %v", err)
+		}
+		select {
+		case n := <-done:
+			if n != 4 {
+				t.Fatalf("worked job %d, want 4 (the refused plan's job must not exist)", n)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the planned write's job was not worked")
+		}
 		// The runner records the completion a moment after the work (it batches them).
+		type jobRow struct {
+			State, Queue, Kind    string
+			MaxAttempts, Priority int
+			Tags, Metadata        string
+		}
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			var states []string
-			if err := db.Raw("SELECT state FROM river_job WHERE kind = ?", echoArgs{}.Kind()).Scan(&states).Error; err != nil {
+			var rows []jobRow
+			if err := db.Raw("SELECT state, queue, kind, max_attempts, priority, CAST(tags AS TEXT) AS tags, CAST(metadata AS TEXT) AS metadata FROM river_job WHERE kind = ? ORDER BY id",
+				echoArgs{}.Kind()).Scan(&rows).Error; err != nil {
 				t.Fatal(err)
 			}
-			if len(states) == 1 && states[0] == "completed" {
+			if len(rows) == 2 && rows[0].State == "completed" && rows[1].State == "completed" {
+				if dialect == "sqlite" {
+					// Both are River's insert there, which gives each its own nonce in metadata.
+					rows[0].Metadata, rows[1].Metadata = "", ""
+				}
+				if rows[0] != rows[1] {
+					t.Fatalf("the planned job's row %+v differs from River's insert %+v", rows[1], rows[0])
+				}
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("jobs %v, want one completed", states)
+				t.Fatalf("jobs %+v, want two completed", rows)
 			}
 		}
 	})
+}
+
+// A planned job takes River's defaults and the options a statement can carry; the others are refused
+// rather than dropped.
+func TestPlannedJobOptions(t *testing.T) {
+	o, err := plannedOptions(echoArgs{}, &river.InsertOpts{MaxAttempts: 7, Queue: "media"})
+	if err != nil || o.MaxAttempts != 7 || o.Queue != "media" || o.Priority != river.PriorityDefault {
+		t.Fatalf("planned options %+v, %v", o, err)
+	}
+	if o, err := plannedOptions(echoArgs{}, nil); err != nil || o.MaxAttempts != river.MaxAttemptsDefault || o.Queue != river.QueueDefault {
+		t.Fatalf("default options %+v, %v", o, err)
+	}
+	for _, opts := range []river.InsertOpts{
+		{UniqueOpts: river.UniqueOpts{ByArgs: true}}, {Tags: []string{"a"}}, {ScheduledAt: time.Now().Add(time.Hour)}, {Pending: true},
+		{Metadata: []byte(`{"a":1}`)},
+	} {
+		if _, err := plannedOptions(echoArgs{}, &opts); err == nil {
+			t.Errorf("options %+v were taken for a planned job", opts)
+		}
+	}
 }
 
 // blockArgs is a test job that runs until it is cancelled.

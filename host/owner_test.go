@@ -193,8 +193,8 @@ func TestOwnerLinkAndPersonalityDraft(t *testing.T) {
 	})
 }
 
-// TestOwnerLinkTakesItsAdmission: an owner link runs in one transaction whose first statement is the
-// guard's admission (database.WriteTx), on both databases. Its Idempotency-Key answers the stored
+// TestOwnerLinkTakesItsAdmission: an owner link is one planned write whose first step is the guard's
+// admission (database.Write), on both databases. Its Idempotency-Key answers the stored
 // response; a link refused by a start limit (429) has used its nonce, frees its key and counts
 // nothing: the limits and the link roll back with the write, so the agent's own limit (5) counts the
 // accepted links only.

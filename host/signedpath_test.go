@@ -25,8 +25,9 @@ import (
 
 // TestSignedWriteCommitsOnce (issue 17): on PostgreSQL a signed create_reply (its nonce, limits and
 // Idempotency-Key, its charge, the reply and its stored answer) is one round trip and one commit,
-// counted by the pgx tracer; a report and the arena's grant, claim and status, which read first what
-// they are decided from, two round trips and one commit. create_reply's key sent again with a new nonce is answered from the stored response
+// counted by the pgx tracer, and so are an owner link and a media upload, whose jobs are statements of
+// their batches; a report and the arena's grant, claim and status, which read first what they are
+// decided from, two round trips and one commit. create_reply's key sent again with a new nonce is answered from the stored response
 // (the write's batch finds the key taken, then the admission alone says so), and nothing is written
 // twice.
 func TestSignedWriteCommitsOnce(t *testing.T) {
@@ -129,16 +130,15 @@ func TestSignedWriteCommitsOnce(t *testing.T) {
 		return fb.post(t, "/arena/start-intents/"+m.Intents[0].IntentID+"/status", fmt.Sprintf("status-%d", i), `{"runner_id":"`+runner+`","state":"starting"}`)
 	})
 
-	// An owner link inserts its mail job with River, which needs a transaction rather than a batch:
-	// the admission is that transaction's first statement (database.WriteTx), so it commits once too,
-	// in ten round trips (BEGIN, the admission, the agent's ownership, two start limits, the link,
-	// River's insert and its notification, the stored answer, COMMIT).
-	measure("owner link", 10, func(i int) *httptest.ResponseRecorder {
+	// An owner link is planned too, its mail job one more statement of the batch (port.Jobs.InsertIn):
+	// the admission, the agent's ownership, two start limits, the link, the job and the stored answer
+	// in one round trip.
+	measure("owner link", 1, func(i int) *httptest.ResponseRecorder {
 		return fb.post(t, onboarding.OwnerLinksPath, fmt.Sprintf("link-%d", i), fmt.Sprintf(`{"email":"owner-%d@example.org"}`, i))
 	})
-	// So does an upload, once its original is stored (and deleted again if its write is refused), in
-	// eleven round trips (its charge is four statements). The same key and bytes again answer the
-	// stored response (below).
+	// So is an upload, once its original is stored (and deleted again if its write is refused): the
+	// admission, the asset, its charge, its processing job and the stored answer. The same key and
+	// bytes again answer the stored response (below).
 	photo := testkit.ExifJPEG(t, 64, 48, 1)
 	upload := func(key string, body []byte, contentType string) *httptest.ResponseRecorder {
 		req := httptest.NewRequestWithContext(counted(ctx), http.MethodPost, plugin.AgentPrefix+media.UploadsPath, bytes.NewReader(body))
@@ -156,7 +156,7 @@ func TestSignedWriteCommitsOnce(t *testing.T) {
 		body             []byte
 		answer           *httptest.ResponseRecorder
 	}
-	measure("media upload", 11, func(i int) *httptest.ResponseRecorder {
+	measure("media upload", 1, func(i int) *httptest.ResponseRecorder {
 		ct, body := multipartBodyAt(t, photo, "bench", 10)
 		uploaded.key, uploaded.contentType, uploaded.body = fmt.Sprintf("upload-%d", i), ct, body
 		uploaded.answer = upload(uploaded.key, uploaded.body, uploaded.contentType)

@@ -116,9 +116,12 @@ func (l *Limits) Take(_ context.Context, bucket string, limit int, window time.D
 	return false, max(int(start.Add(window).Sub(now).Seconds()), 1), nil
 }
 
-// TakeTx is Take: the double counts in memory, so a hit stays counted if tx rolls back.
-func (l *Limits) TakeTx(tx *gorm.DB, bucket string, limit int, window time.Duration) (bool, int, error) {
-	return l.Take(tx.Statement.Context, bucket, limit, window)
+// TakeIn is Take, counted as the write is planned: the double counts in memory, so a hit stays
+// counted if the plan rolls back. A hit past limit makes the plan refuse at this step.
+func (l *Limits) TakeIn(p *port.Plan, bucket string, limit int, window time.Duration, refuse func(retryAfter int) error) {
+	if ok, retry, _ := l.Take(context.Background(), bucket, limit, window); !ok {
+		p.Refuse(refuse(retry))
+	}
 }
 
 var (

@@ -44,6 +44,20 @@ func (Jobs) InsertTx(ctx context.Context, tx *gorm.DB, args river.JobArgs, opts 
 	return nil
 }
 
+// InsertIn adds the job's row to p, as one more step of the planned write.
+func (Jobs) InsertIn(p *port.Plan, args river.JobArgs, opts *river.InsertOpts) error {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return fmt.Errorf("encode job args: %w", err)
+	}
+	attempts := 0
+	if opts != nil {
+		attempts = opts.MaxAttempts
+	}
+	p.Exec(1, nil, "INSERT INTO testkit_jobs (kind, args, max_attempts) VALUES (?, ?, ?)", args.Kind(), string(raw), attempts)
+	return nil
+}
+
 // Job decodes a recorded job as a River job at attempt (1 is the first), for calling a worker's Work.
 func Job[T river.JobArgs](row JobRow, attempt int) (*river.Job[T], error) {
 	var args T

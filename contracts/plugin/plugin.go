@@ -107,10 +107,10 @@ type AgentRoute struct {
 	Path      string // relative to AgentPrefix, e.g. "/threads"
 	Write     bool   // it changes forum state: metered, idempotent, refused while writes are frozen
 	Uncounted bool   // a read whose statuses exclude 429 (wallet, usage, write-admission): never answered 429
-	// Planned is a write that runs as a planned write (database.Write) or in one transaction that
-	// takes the admission first (database.WriteTx), with nothing done outside the database before it
-	// that its refusal would not undo (no mail; an upload's stored original is deleted): the guard may
-	// leave its admission to the write (port.Admission), so that the whole request commits once.
+	// Planned is a write that runs as a planned write (database.Write), with nothing done outside the
+	// database before it that its refusal would not undo (no mail; an upload's stored original is
+	// deleted): the guard may leave its admission to the write (port.Admission), so that the whole
+	// request commits once.
 	Planned bool
 	// MaxBody is the route's own body limit in bytes (an upload's); 0 is the signed plane's 65536.
 	MaxBody int64

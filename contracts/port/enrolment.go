@@ -51,6 +51,7 @@ type Limits interface {
 	// Take counts one hit on bucket and reports whether it is within limit per window; when it is not,
 	// retryAfter is the whole seconds (at least 1) until the window ends. Name buckets "<module>:...".
 	Take(ctx context.Context, bucket string, limit int, window time.Duration) (ok bool, retryAfter int, err error)
-	// TakeTx is Take on tx, a write's transaction: the hit commits, or rolls back, with the write.
-	TakeTx(tx *gorm.DB, bucket string, limit int, window time.Duration) (ok bool, retryAfter int, err error)
+	// TakeIn adds Take to p, a planned write: the hit commits, or rolls back, with the write. A hit
+	// past limit fails the plan at this step, and refuse(retryAfter) is its refusal.
+	TakeIn(p *Plan, bucket string, limit int, window time.Duration, refuse func(retryAfter int) error)
 }

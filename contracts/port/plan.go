@@ -95,6 +95,10 @@ func (p *Plan) Returning(rows int64, explain func(ctx context.Context, db *gorm.
 	p.Add(p.Build().Exec(sql, vars...), rows, explain, scan...)
 }
 
+// Append puts s after every step so far: for a step built by another module's port (a job's
+// insertion, port.Jobs.InsertIn) that needs a Run of its own on SQLite.
+func (p *Plan) Append(s Step) { p.steps = append(p.steps, s) }
+
 // Prepend puts s before every step of the plan: for a step that must come first whatever the write
 // planned (the guard's admission, port.Admission).
 func (p *Plan) Prepend(s Step) { p.steps = append([]Step{s}, p.steps...) }

@@ -63,8 +63,8 @@ var ErrMaybeCommitted = errors.New("the write's commit failed: it may have commi
 // then releases the claim, so the key is free for a corrected retry. The caller writes body as it is
 // (render.Raw), so that a replay answers the same bytes.
 func Write(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) (status int, v any, err error)) (status int, body []byte, err error) {
-	// An admission left to the write runs first, on its own, committed: database.WriteTx is the helper
-	// that takes it into the transaction instead (holding the agent's counters until it commits).
+	// An admission left to the write runs first, on its own, committed: a planned write
+	// (database.Write) takes it into its batch instead.
 	if adm, ok := AdmissionFrom(ctx); ok {
 		if err := adm.Admit(ctx); err != nil {
 			EndWrite(ctx, false)

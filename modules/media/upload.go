@@ -3,7 +3,6 @@ package media
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -48,8 +47,8 @@ func NewUploads(cfg Config, db *gorm.DB, clock port.Clock, meter port.Meter, job
 }
 
 // Routes are the module's signed routes: the upload is a write with its own body limit and receive
-// timeout (WIRE.md section 9), whose transaction takes the guard's admission first
-// (database.WriteTx), so that it commits once; the status is a read.
+// timeout (WIRE.md section 9), planned with the guard's admission first (database.Write), so that it
+// is one round trip and one commit on PostgreSQL; the status is a read.
 func (u *Uploads) Routes() plugin.Routes {
 	return plugin.Routes{Module: ID, Plane: plugin.Agent, Agent: []plugin.AgentRoute{
 		{Method: http.MethodPost, Path: UploadsPath, Write: true, Planned: true, MaxBody: MaxFile + MaxForm,
@@ -82,7 +81,7 @@ type ProcessArgs struct {
 func (ProcessArgs) Kind() string { return "media_process" }
 
 // upload takes a signed multipart upload: the form and the image's header are checked before anything
-// is kept, the original is stored, and then one transaction takes the guard's admission, records the
+// is kept, the original is stored, and then one planned write takes the guard's admission, records the
 // upload, charges media_upload and queues its processing. A refused or failed upload keeps nothing and
 // charges nothing: the original is deleted whatever refused it, the admission included.
 func (u *Uploads) upload(c *gin.Context) {
@@ -123,21 +122,19 @@ func (u *Uploads) upload(c *gin.Context) {
 		render.Problem(c, problem.New(problem.MediaUnavailable, "The upload could not be stored right now; nothing was charged. Retry shortly.").With("retry_after_seconds", 1))
 		return
 	}
-	status, out, err := database.WriteTx(ctx, u.db, func(tx *gorm.DB) (int, any, error) {
+	status, out, err := database.Write(ctx, u.db, func(p *port.Plan) (int, any, error) {
 		pr, _ := port.PrincipalFrom(ctx)
 		now := u.clock.Now().UTC().Truncate(time.Microsecond)
 		row := assetRow{ID: id, OwnerID: pr.AgentID, OrgID: pr.OrgID, Status: port.AssetProcessing,
 			SourceFormat: head.Format, SourceBytes: int64(len(form.File)), AIGenerated: form.AIGenerated,
 			Width: head.Width, Height: head.Height, CreatedAt: now, UpdatedAt: now}
-		if err := tx.Create(&row).Error; err != nil {
-			return 0, nil, fmt.Errorf("record upload: %w", err)
-		}
-		r, err := u.meter.Charge(ctx, tx, pr, port.Charge{Operation: port.OpMediaUpload, Billing: form.Billing,
+		p.Add(p.Build().Create(&row), 1, nil)
+		r, err := u.meter.Plan(ctx, p, pr, port.Charge{Operation: port.OpMediaUpload, Billing: form.Billing,
 			ResourceID: id, IdempotencyKey: c.GetHeader("Idempotency-Key")})
 		if err != nil {
 			return 0, nil, err
 		}
-		if err := u.jobs.InsertTx(ctx, tx, ProcessArgs{AssetID: id}, &river.InsertOpts{MaxAttempts: u.cfg.Attempts, Queue: Queue}); err != nil {
+		if err := u.jobs.InsertIn(p, ProcessArgs{AssetID: id}, &river.InsertOpts{MaxAttempts: u.cfg.Attempts, Queue: Queue}); err != nil {
 			return 0, nil, err
 		}
 		return http.StatusAccepted, Accepted{AssetID: id, Status: port.AssetProcessing,

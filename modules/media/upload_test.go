@@ -239,22 +239,31 @@ func (panicJobs) InsertTx(context.Context, *gorm.DB, river.JobArgs, *river.Inser
 	panic("insert")
 }
 
-// TestUploadThatPanicsKeepsNothing: an upload whose write panics after its original was stored
-// answers 500 and keeps no row, no charge, no job and no file.
-func TestUploadThatPanicsKeepsNothing(t *testing.T) {
-	t.Parallel()
-	w := mtNewWorld(t, database.SQLite)
+func (panicJobs) InsertIn(*port.Plan, river.JobArgs, *river.InsertOpts) error { panic("insert") }
+
+// uploadWith sends one upload (an 8x8 JPEG, key key) to w's database and storage through an upload
+// endpoint whose jobs are jobs.
+func uploadWith(t *testing.T, w *mtWorld, jobs port.Jobs, key string) testkit.Result {
+	t.Helper()
 	cfg := media.DefaultConfig()
 	cfg.Dir = w.dir
-	uploads := media.NewUploads(cfg, w.db, testkit.NewClock(testkit.T0), w.meter, panicJobs{}, w.storage, schema.Published(),
+	uploads := media.NewUploads(cfg, w.db, testkit.NewClock(testkit.T0), w.meter, jobs, w.storage, schema.Published(),
 		&plugin.Deployment{BaseURL: mtBase}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	e := testkit.Engine(t)
 	testkit.MountAgent(t, e, "edge", []gin.HandlerFunc{testkit.StandInGuard}, uploads.Routes().Agent)
 	ct, body := form(t, testkit.JPEG(t, 8, 8), billing...)
 	req := httptest.NewRequest(http.MethodPost, plugin.AgentPrefix+media.UploadsPath, bytes.NewReader(body))
 	req.Header.Set("Content-Type", ct)
-	req.Header.Set("Idempotency-Key", "k-panic")
-	testkit.Expect(t, testkit.Serve(e, testkit.As(req, mtAlice)), http.StatusInternalServerError, string(problem.Internal))
+	req.Header.Set("Idempotency-Key", key)
+	return testkit.Serve(e, testkit.As(req, mtAlice))
+}
+
+// TestUploadThatPanicsKeepsNothing: an upload whose write panics after its original was stored
+// answers 500 and keeps no row, no charge, no job and no file.
+func TestUploadThatPanicsKeepsNothing(t *testing.T) {
+	t.Parallel()
+	w := mtNewWorld(t, database.SQLite)
+	testkit.Expect(t, uploadWith(t, w, panicJobs{}, "k-panic"), http.StatusInternalServerError, string(problem.Internal))
 	if n := w.count(t, "media_assets") + w.count(t, "testkit_charges") + w.count(t, "testkit_jobs"); n != 0 {
 		t.Fatalf("the upload that panicked left %d rows", n)
 	}
@@ -415,4 +424,42 @@ func TestSweepFailsStuckUploads(t *testing.T) {
 			t.Fatalf("the fresh upload: %v", st)
 		}
 	})
+}
+
+// orphanJobs is port.Jobs whose planned job also writes a row that breaks a deferred foreign key, so
+// that the write's commit fails, as a connection lost while the database commits would leave it
+// unknown.
+type orphanJobs struct{ testkit.Jobs }
+
+func (j orphanJobs) InsertIn(p *port.Plan, args river.JobArgs, opts *river.InsertOpts) error {
+	p.Exec(1, nil, "INSERT INTO commit_children (id, parent) VALUES ('c', 'none')")
+	return j.Jobs.InsertIn(p, args, opts)
+}
+
+// TestUploadWhoseCommitFailsKeepsItsOriginal: an upload whose write may have committed (its commit
+// failed) keeps its stored original, which a committed upload's job would need, and answers an error.
+func TestUploadWhoseCommitFailsKeepsItsOriginal(t *testing.T) {
+	t.Parallel()
+	w := mtNewWorld(t, database.SQLite)
+	for _, s := range []string{
+		"CREATE TABLE commit_parents (id TEXT PRIMARY KEY)",
+		"CREATE TABLE commit_children (id TEXT PRIMARY KEY, parent TEXT REFERENCES commit_parents (id) DEFERRABLE INITIALLY DEFERRED)",
+	} {
+		if err := w.db.Exec(s).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := uploadWith(t, w, orphanJobs{}, "k-commit"); r.Status < 500 {
+		t.Fatalf("an upload whose commit failed: %d %s, want a 5xx", r.Status, r.Body)
+	}
+	files := 0
+	_ = filepath.WalkDir(w.dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files++
+		}
+		return nil
+	})
+	if files != 1 {
+		t.Fatalf("the storage holds %d objects, want the original kept", files)
+	}
 }

@@ -36,8 +36,8 @@ func NewAgentAPI(db *gorm.DB, owners *Owners, drafts *Drafts, schemas *schema.Se
 }
 
 // AgentRoutes are the signed routes. An owner-link request is a write (idempotent, refused while writes
-// are frozen, never billed) in one transaction that takes the guard's admission first
-// (database.WriteTx), so that it commits once. The draft's routes change no forum content and their statuses exclude 429:
+// are frozen, never billed) planned with the guard's admission first (database.Write), so that it is
+// one round trip and one commit on PostgreSQL. The draft's routes change no forum content and their statuses exclude 429:
 // they are Uncounted, and acknowledge and discard are idempotent by their nature (repeating what
 // succeeded answers the same outcome), so the Idempotency-Key is signed but not remembered.
 func AgentRoutes(a *AgentAPI) plugin.Routes {
@@ -58,8 +58,8 @@ func (a *AgentAPI) requestLink(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	p, _ := port.PrincipalFrom(ctx)
-	status, body, err := database.WriteTx(ctx, a.db, func(tx *gorm.DB) (int, any, error) {
-		return a.owners.RequestLink(ctx, tx, p, req.Email)
+	status, body, err := database.Write(ctx, a.db, func(plan *port.Plan) (int, any, error) {
+		return a.owners.PlanLink(plan, p, req.Email)
 	})
 	if err != nil {
 		render.Error(c, err)

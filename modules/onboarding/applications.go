@@ -53,28 +53,31 @@ func (a *Applications) limit(ctx context.Context, what, addr string) error {
 
 // take counts one hit on bucket against limit per AddressWindow.
 func (a *Applications) take(ctx context.Context, bucket string, limit int) error {
-	return takeLimit(ctx, a.limits, nil, a.cfg.AddressWindow, bucket, limit, func(int) string {
+	return takeLimit(ctx, a.limits, a.cfg.AddressWindow, bucket, limit, func(int) string {
 		return fmt.Sprintf("Too many requests of this kind (%d per %s); try again later.", limit, a.cfg.AddressWindow)
 	})
 }
 
-// takeLimit counts one hit on the module's bucket against limit per window, on tx (a write's
-// transaction) when it is not nil; past it the answer is 429 rate_limited with detail(retry) and
-// retry_after_seconds.
-func takeLimit(ctx context.Context, limits port.Limits, tx *gorm.DB, window time.Duration, bucket string, limit int, detail func(retry int) string) error {
-	bucket = "onboarding:" + bucket
-	take := func() (bool, int, error) { return limits.Take(ctx, bucket, limit, window) }
-	if tx != nil {
-		take = func() (bool, int, error) { return limits.TakeTx(tx, bucket, limit, window) }
-	}
-	ok, retry, err := take()
+// takeLimit counts one hit on the module's bucket against limit per window; past it the answer is 429
+// rate_limited with detail(retry) and retry_after_seconds.
+func takeLimit(ctx context.Context, limits port.Limits, window time.Duration, bucket string, limit int, detail func(retry int) string) error {
+	ok, retry, err := limits.Take(ctx, "onboarding:"+bucket, limit, window)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return problem.New(problem.RateLimited, detail(retry)).With("retry_after_seconds", retry)
+		return rateLimited(detail(retry), retry)
 	}
 	return nil
+}
+
+// takeLimitIn is takeLimit as a step of p, a planned write: the hit commits, or rolls back, with it.
+func takeLimitIn(p *port.Plan, limits port.Limits, window time.Duration, bucket string, limit int, detail func(retry int) string) {
+	limits.TakeIn(p, "onboarding:"+bucket, limit, window, func(retry int) error { return rateLimited(detail(retry), retry) })
+}
+
+func rateLimited(detail string, retry int) *problem.Problem {
+	return problem.New(problem.RateLimited, detail).With("retry_after_seconds", retry)
 }
 
 // Apply records an application from addr and queues the mail that confirms its address. Refusals are

@@ -41,27 +41,21 @@ func ownerless(db *gorm.DB, agentID string) error {
 	return nil
 }
 
-// RequestLink records the signed agent p's request to be linked to the owner of email, on tx, the
-// write's transaction: 409 owner_already_linked, then the start limits (429), counted with the write.
-// The request does the same work whatever the address: a job (LinkArgs) decides whether an account has
-// it and mails the confirmation only then, so neither the answer nor its timing tells.
-func (o *Owners) RequestLink(ctx context.Context, tx *gorm.DB, p port.Principal, email string) (int, any, error) {
-	if err := ownerless(tx, p.AgentID); err != nil {
-		return 0, nil, err
-	}
-	if err := o.take(ctx, tx, "link-agent:"+p.AgentID, o.cfg.LinkAgentLimit, "owner-link requests by this agent"); err != nil {
-		return 0, nil, err
-	}
-	if err := o.take(ctx, tx, "link-address:"+hashToken(normalEmail(email)), o.cfg.LinkAddressLimit, "owner-link requests naming this address"); err != nil {
-		return 0, nil, err
-	}
+// PlanLink plans the signed agent p's request to be linked to the owner of email: 409
+// owner_already_linked, then the start limits (429), counted with the write, then the link and the job
+// that decides it. The request does the same work whatever the address: the job (LinkArgs) decides
+// whether an account has it and mails the confirmation only then, so neither the answer nor its
+// timing tells.
+func (o *Owners) PlanLink(plan *port.Plan, p port.Principal, email string) (int, any, error) {
+	plan.Check(func(ctx context.Context, db *gorm.DB) error { return ownerless(db, p.AgentID) },
+		"SELECT NOT EXISTS (SELECT 1 FROM "+agentOwnerRow{}.TableName()+" WHERE agent_id = ?)", p.AgentID)
+	o.takeIn(plan, "link-agent:"+p.AgentID, o.cfg.LinkAgentLimit, "owner-link requests by this agent")
+	o.takeIn(plan, "link-address:"+hashToken(normalEmail(email)), o.cfg.LinkAddressLimit, "owner-link requests naming this address")
 	now := o.clock.Now()
 	row := linkRow{ID: uuid.Must(uuid.NewV7()).String(), AgentID: p.AgentID, Handle: p.Handle, Email: normalEmail(email), State: LinkRequested,
 		CreatedAt: now, ExpiresAt: now.Add(o.cfg.LinkTTL)}
-	if err := tx.Create(&row).Error; err != nil {
-		return 0, nil, fmt.Errorf("record owner link: %w", err)
-	}
-	if err := o.mailer.Enqueue(ctx, tx, LinkArgs{LinkID: row.ID}); err != nil {
+	plan.Add(plan.Build().Create(&row), 1, nil)
+	if err := o.mailer.EnqueueIn(plan, LinkArgs{LinkID: row.ID}); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusAccepted, OwnerLinkRequested{Status: "requested", Email: email, ConfirmWithinSeconds: int(o.cfg.LinkTTL.Seconds())}, nil

@@ -89,9 +89,9 @@ func (m *Mailer) Queue(ctx context.Context, tx *gorm.DB, applicationID, kind, to
 	return m.queue(ctx, tx, mailRow{ApplicationID: &applicationID, Kind: kind, Recipient: to, Subject: subject, Body: body})
 }
 
-// Enqueue inserts, on tx, a job that sends mail of its own (with the mail's attempts).
-func (m *Mailer) Enqueue(ctx context.Context, tx *gorm.DB, args river.JobArgs) error {
-	return m.jobs.InsertTx(ctx, tx, args, &river.InsertOpts{MaxAttempts: m.cfg.MailAttempts})
+// EnqueueIn adds to p, a planned write, a job that sends mail of its own (with the mail's attempts).
+func (m *Mailer) EnqueueIn(p *port.Plan, args river.JobArgs) error {
+	return m.jobs.InsertIn(p, args, &river.InsertOpts{MaxAttempts: m.cfg.MailAttempts})
 }
 
 // QueueOwner writes one message to an owner on tx; ref names its sign-in or link row.

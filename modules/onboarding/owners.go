@@ -63,12 +63,20 @@ func (o *Owners) checkEmail(email string) error {
 	return err
 }
 
-// take counts one hit on bucket against limit per AddressWindow, on tx (a write's transaction) when it
-// is not nil; what names what is counted.
-func (o *Owners) take(ctx context.Context, tx *gorm.DB, bucket string, limit int, what string) error {
-	return takeLimit(ctx, o.limits, tx, o.cfg.AddressWindow, bucket, limit, func(retry int) string {
+// take counts one hit on bucket against limit per AddressWindow; what names what is counted.
+func (o *Owners) take(ctx context.Context, bucket string, limit int, what string) error {
+	return takeLimit(ctx, o.limits, o.cfg.AddressWindow, bucket, limit, o.tooMany(limit, what))
+}
+
+// takeIn is take as a step of p, a planned write.
+func (o *Owners) takeIn(p *port.Plan, bucket string, limit int, what string) {
+	takeLimitIn(p, o.limits, o.cfg.AddressWindow, bucket, limit, o.tooMany(limit, what))
+}
+
+func (o *Owners) tooMany(limit int, what string) func(retry int) string {
+	return func(retry int) string {
 		return fmt.Sprintf("Too many %s (%d per %s); try again in %d s.", what, limit, o.cfg.AddressWindow, retry)
-	})
+	}
 }
 
 // ensureOwner returns, on tx, the account of email, creating it: the caller has just proved the
@@ -96,11 +104,11 @@ func (o *Owners) RequestSignIn(ctx context.Context, email, addr string) error {
 		return err
 	}
 	email = normalEmail(email)
-	if err := o.take(ctx, nil, "sign-in:"+addr, o.cfg.AddressLimit, "sign-in requests from here"); err != nil {
+	if err := o.take(ctx, "sign-in:"+addr, o.cfg.AddressLimit, "sign-in requests from here"); err != nil {
 		return err
 	}
 	// Per recipient too: the form must not be a way to flood someone's mailbox.
-	if err := o.take(ctx, nil, "sign-in-recipient:"+hashToken(email), o.cfg.RecipientLimit, "sign-in links to this address"); err != nil {
+	if err := o.take(ctx, "sign-in-recipient:"+hashToken(email), o.cfg.RecipientLimit, "sign-in links to this address"); err != nil {
 		return err
 	}
 	now := o.clock.Now()

@@ -133,9 +133,35 @@ func (l limits) Take(ctx context.Context, bucket string, limit int, window time.
 	return l.l.Take(ctx, bucket, limit, window, l.clock.Now())
 }
 
-// TakeTx counts one hit on bucket now, on tx.
-func (l limits) TakeTx(tx *gorm.DB, bucket string, limit int, window time.Duration) (bool, int, error) {
-	return take(tx, bucket, limit, window, l.clock.Now())
+// TakeIn counts one hit on bucket now, as a step of p: on PostgreSQL one statement of its batch,
+// which divides by zero past limit; on SQLite take on the plan's transaction. Its explanation, after
+// the plan rolled back the hit, refuses while the window is still full; otherwise the write is planned
+// again.
+func (l limits) TakeIn(p *port.Plan, bucket string, limit int, window time.Duration, refuse func(retryAfter int) error) {
+	now := l.clock.Now()
+	explain := func(ctx context.Context, db *gorm.DB) error {
+		peeks := []peek{{Bucket: bucket, Limit: limit}}
+		if err := (&Limiter{db: db}).PeekAll(ctx, peeks, window, now); err != nil {
+			return err
+		}
+		if r := peeks[0].RetryAfter; r > 0 {
+			return refuse(r)
+		}
+		return nil
+	}
+	if p.Dialect() != "postgres" {
+		p.Append(port.Step{SQL: "-- count a rate-limit hit", Rows: port.AnyRows, Explain: explain, Run: func(tx *gorm.DB) (bool, error) {
+			ok, _, err := take(tx, bucket, limit, window, now)
+			return ok, err
+		}})
+		return
+	}
+	p.Append(port.Step{Checked: true, Explain: explain, Vars: []any{bucket, windowStart(now, window), window.Milliseconds(), limit},
+		SQL: `WITH c AS (
+  INSERT INTO sigv1_rate_windows (bucket, window_ms, hits, span_ms) VALUES ($1, $2, 1, $3)
+  ON CONFLICT (bucket) DO UPDATE SET ` + countSet + `
+  RETURNING hits
+) SELECT 1/(CASE WHEN hits <= $4 THEN 1 ELSE 0 END) FROM c`})
 }
 
 var (
