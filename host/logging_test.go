@@ -19,6 +19,8 @@ import (
 
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/render"
+	"github.com/svcforum/svc/database"
+	"github.com/svcforum/svc/database/dbtest"
 )
 
 // logLines collects a logger's JSON lines.
@@ -174,6 +176,42 @@ func TestLoggedPath(t *testing.T) {
 		e.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, path, nil))
 		if got != want {
 			t.Errorf("%s: logged %s, want %s", path, got, want)
+		}
+	}
+}
+
+// A health probe's answer is logged at debug level, and its 503 (a failing check, or the lame-duck
+// period) at info: the probe reported what it should, and a failing check logs its reason itself. Any
+// other route's 5xx is an error.
+func TestProbeAnswersAreNotErrors(t *testing.T) {
+	_, m, err := newRegistry(registryParams{DB: dbtest.Open(t, database.SQLite), Jobs: &Jobs{failed: newJobFailures()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines logLines
+	e := gin.New()
+	e.Use(observe("public", slog.New(slog.NewJSONHandler(&lines, &slog.HandlerOptions{Level: slog.LevelDebug})), m))
+	status := http.StatusOK
+	answer := func(c *gin.Context) { c.Status(status) }
+	e.GET(livePath, answer)
+	e.GET(readyPath, answer)
+	e.GET("/other", answer)
+	for _, tc := range []struct {
+		path   string
+		status int
+		level  string
+	}{
+		{readyPath, http.StatusOK, "DEBUG"}, {livePath, http.StatusOK, "DEBUG"},
+		{readyPath, http.StatusServiceUnavailable, "INFO"}, {"/other", http.StatusServiceUnavailable, "ERROR"},
+	} {
+		lines.mu.Lock()
+		lines.buf.Reset()
+		lines.mu.Unlock()
+		status = tc.status
+		e.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, tc.path, nil))
+		line := lines.find(t, func(m map[string]any) bool { return m["path"] == tc.path })
+		if line["level"] != tc.level || line["status"] != float64(tc.status) {
+			t.Errorf("GET %s answered %d: logged %v %v, want %s", tc.path, tc.status, line["level"], line["status"], tc.level)
 		}
 	}
 }

@@ -85,10 +85,14 @@ func observe(listener string, log *slog.Logger, m *httpMetrics) gin.HandlerFunc 
 
 		level := slog.LevelInfo
 		switch {
+		case probe(route) && len(c.Errors) == 0:
+			// A probe's 503 is its answer, not a failure here: draining says it on purpose, and a
+			// failing check logs its own reason (WARN).
+			if status < 500 {
+				level = slog.LevelDebug
+			}
 		case len(c.Errors) > 0 || status >= 500:
 			level = slog.LevelError
-		case probe(route):
-			level = slog.LevelDebug
 		}
 		if status == render.StatusClientClosedRequest {
 			level = slog.LevelInfo // the client left; nothing failed here
