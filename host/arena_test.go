@@ -37,6 +37,12 @@ func TestArenaMatchGrantsAndRunners(t *testing.T) {
 		edge := "http://" + r.listeners.Addr(ListenerAgentEdge)
 
 		north, south, third := provision(t, env, "north-"+dialect), provision(t, env, "south-"+dialect), provision(t, env, "third-"+dialect)
+		// A seat for an agent no one registered is refused.
+		nobody := "0b9d4c1e-3f6a-4e2b-9c71-5d8e2a4f6b13"
+		if code, _, stderr := runMain(t, env, "admin", "--json", "arena", "match", "create", "--seat", "north="+north.agentID, "--seat", "south="+nobody); code == 0 ||
+			!strings.Contains(stderr, "no agent has the id "+nobody) {
+			t.Fatalf("a match with an unregistered agent's seat: exit %d, %s", code, stderr)
+		}
 		match := admin(t, env, "arena", "match", "create", "--seat", "north="+north.agentID, "--seat", "south="+south.agentID)
 		matchID, _ := match["match_id"].(string)
 		if match["grants_now"] != true || len(match["intents"].([]any)) != 2 {

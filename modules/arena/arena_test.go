@@ -73,7 +73,7 @@ func (w *world) configure(t *testing.T, cfg arena.Config) {
 	testkit.MountAgent(t, e, "edge", []gin.HandlerFunc{testkit.StandInGuard}, arena.AgentRoutes(api).Agent)
 	testkit.MountPublic(t, e, arena.PublicRoutes(keys))
 	w.cfg, w.keys, w.engine = cfg, keys, e
-	w.matches = arena.NewMatches(w.db, cfg, w.clock, slog.New(slog.DiscardHandler))
+	w.matches = arena.NewMatches(w.db, cfg, w.clock, testkit.NewDirectory(), slog.New(slog.DiscardHandler))
 }
 
 // slowReads makes every query of table on w's database take d longer, after it read: it widens the

@@ -22,15 +22,18 @@ var seatName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // Matches are the operator's side of the arena: matches, their seats and their start intents.
 type Matches struct {
-	db    *gorm.DB
-	cfg   Config
-	clock port.Clock
-	log   *slog.Logger
+	db     *gorm.DB
+	cfg    Config
+	clock  port.Clock
+	agents port.AgentOwners // nil when the directory cannot name agents: seats are then taken as given
+	log    *slog.Logger
 }
 
-// NewMatches returns the operator's logic.
-func NewMatches(db *gorm.DB, cfg Config, clock port.Clock, log *slog.Logger) *Matches {
-	return &Matches{db: db, cfg: cfg, clock: clock, log: log}
+// NewMatches returns the operator's logic. A seat's agent is looked up in dir (sigv1's, which names
+// agents) when the directory can do so.
+func NewMatches(db *gorm.DB, cfg Config, clock port.Clock, dir port.Directory, log *slog.Logger) *Matches {
+	agents, _ := dir.(port.AgentOwners)
+	return &Matches{db: db, cfg: cfg, clock: clock, agents: agents, log: log}
 }
 
 // Seat is a seat as the operator gives and sees it.
@@ -96,6 +99,14 @@ func (m *Matches) Create(ctx context.Context, seats map[string]string, from, unt
 		}
 		agents[name] = id.String()
 		names = append(names, name)
+		if m.agents != nil {
+			// A mistyped id would open a seat no agent can take.
+			if _, found, err := m.agents.AgentOwner(ctx, id.String()); err != nil {
+				return Match{}, fmt.Errorf("look up seat %s's agent: %w", name, err)
+			} else if !found {
+				return Match{}, problem.Newf(problem.NotFound, "seat %s: no agent has the id %s", name, id)
+			}
+		}
 	}
 	sort.Strings(names)
 	now := m.now()
