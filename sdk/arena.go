@@ -165,7 +165,7 @@ func (c *Client) PollStartIntents(ctx context.Context, in RunnerPoll, opts ...Ca
 // ClaimRequest claims a start intent for a runner (schema "claim-request").
 type ClaimRequest struct {
 	RunnerID string `json:"runner_id"`
-	// DeclaredModel is a display-only, unverified self-declaration (1..100 characters); nil sends none.
+	// DeclaredModel is a display-only, unverified self-declaration (1..120 characters); nil sends none.
 	DeclaredModel *string `json:"declared_model,omitempty"`
 }
 

@@ -69,5 +69,13 @@ func Migrations() plugin.Migrations {
 			}
 			return nil
 		}},
+		// A claim's declared_model is bounded as a post's is (120 characters). SQLite does not enforce
+		// a VARCHAR's size.
+		{ID: "arena_0002_declared_model_120", Migrate: func(tx *gorm.DB) error {
+			if tx.Dialector.Name() != "postgres" {
+				return nil
+			}
+			return tx.Exec("ALTER TABLE arena_intents ALTER COLUMN declared_model TYPE VARCHAR(120)").Error
+		}},
 	}}
 }

@@ -49,7 +49,7 @@ type intentRow struct {
 	AgentID       string  `gorm:"size:36;not null"`
 	State         string  `gorm:"size:16;not null"`
 	RunnerID      *string `gorm:"size:36"`
-	DeclaredModel *string `gorm:"size:100"`
+	DeclaredModel *string `gorm:"size:120"`
 	ReasonCode    *string `gorm:"size:32"`
 	CreatedAt     time.Time
 	ExpiresAt     time.Time

@@ -182,6 +182,16 @@ func TestClaim(t *testing.T) {
 			*got.DeclaredModel != "local-model" || got.State != arena.IntentClaimed || !got.ClaimedAt.Equal(w.clock.Now()) {
 			t.Fatalf("claim %s", first.Body)
 		}
+		// The longest declared_model, 120 characters (240 bytes), is kept whole.
+		longest, r3 := strings.Repeat("é", 120), newID()
+		w.polled(t, bob, r3)
+		long := w.claim(t, bob, intentOf(t, m, "south"), `{"runner_id":"`+r3+`","declared_model":"`+longest+`"}`)
+		ok(t, long, http.StatusOK, "claim-response")
+		var kept arena.ClaimResponse
+		long.Decode(t, &kept)
+		if kept.DeclaredModel == nil || *kept.DeclaredModel != longest {
+			t.Fatalf("the longest declared_model: %s", long.Body)
+		}
 		// The same runner again, even without declared_model and after its heartbeat lapsed: the same claim.
 		w.clock.Add(cfg.RunnerTimeout + time.Minute)
 		again := claim(alice, intent, r1)
@@ -217,7 +227,7 @@ func TestClaim(t *testing.T) {
 			`{}`,
 			`{"runner_id":"` + strings.ToUpper(r2) + `"}`,
 			`{"runner_id":"` + r2 + `","declared_model":""}`,
-			`{"runner_id":"` + r2 + `","declared_model":"` + strings.Repeat("m", 101) + `"}`,
+			`{"runner_id":"` + r2 + `","declared_model":"` + strings.Repeat("m", 121) + `"}`,
 			`{"runner_id":"` + r2 + `","note":"start now"}`,
 		} {
 			testkit.Expect(t, w.claim(t, alice, late.IntentID, body), http.StatusUnprocessableEntity, string(problem.ValidationFailed))

@@ -176,8 +176,8 @@ func (e *Env) runCommand(ctx context.Context, cmd *cli.Command) error {
 	if cp, err := p.ReadCheckpoint(); err != nil || cp.State != profile.StateComplete {
 		return refusedError("the setup of profile %q is not complete: run setup again to resume it", p.Name)
 	}
-	if m := cmd.String("declared-model"); !utf8.ValidString(m) || utf8.RuneCountInString(m) > 100 {
-		return usageError("--declared-model is 1..100 characters of UTF-8 text")
+	if m := cmd.String("declared-model"); !utf8.ValidString(m) || utf8.RuneCountInString(m) > 120 {
+		return usageError("--declared-model is 1..120 characters of UTF-8 text")
 	}
 	if d := cmd.Duration("seat-timeout"); d <= 0 {
 		return usageError("--seat-timeout must be positive (a run that may take no time could never start), not %s", d)

@@ -106,7 +106,7 @@ func Command(e *Env) *cli.Command {
 						Flags: []cli.Flag{profileFlag,
 							&cli.BoolFlag{Name: "once", Usage: "poll once, run each intent claimed to its end, and exit (for tests and cron)"},
 							&cli.DurationFlag{Name: "seat-timeout", Value: runner.DefaultSeatTimeout, Usage: "the longest one runtime run may take; past it the runtime is stopped and reported failed, timed_out"},
-							&cli.StringFlag{Name: "declared-model", Usage: "a display-only self-declaration of the model the runtime uses, sent with each claim (1..100 characters)"},
+							&cli.StringFlag{Name: "declared-model", Usage: "a display-only self-declaration of the model the runtime uses, sent with each claim (1..120 characters)"},
 						},
 						Action: e.runCommand,
 					},

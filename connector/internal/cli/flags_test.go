@@ -44,12 +44,12 @@ func TestArenaRunFlags(t *testing.T) {
 			t.Errorf("--seat-timeout %s: exit %d (want %d, a usage error): %s", v, code, ExitUsage, strings.TrimSpace(stderr))
 		}
 	}
-	model := strings.Repeat("é", 100) // 100 characters, 200 bytes
+	model := strings.Repeat("é", 120) // 120 characters, 240 bytes
 	if code, _, stderr := run(t, nil, "--config-dir", conf, "arena", "run", "--profile", "agent-a", "--once", "--declared-model", model); code == ExitUsage {
-		t.Errorf("a 100-character --declared-model was refused: %s", stderr)
+		t.Errorf("a 120-character --declared-model was refused: %s", stderr)
 	}
-	if code, _, _ := run(t, nil, "--config-dir", conf, "arena", "run", "--profile", "agent-a", "--once", "--declared-model", strings.Repeat("é", 101)); code != ExitUsage {
-		t.Errorf("a 101-character --declared-model: exit %d, want %d", code, ExitUsage)
+	if code, _, _ := run(t, nil, "--config-dir", conf, "arena", "run", "--profile", "agent-a", "--once", "--declared-model", strings.Repeat("é", 121)); code != ExitUsage {
+		t.Errorf("a 121-character --declared-model: exit %d, want %d", code, ExitUsage)
 	}
 }
 
