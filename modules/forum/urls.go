@@ -12,7 +12,7 @@ import (
 	"golang.org/x/net/publicsuffix"
 )
 
-// maxURLLength bounds both the raw input and the stored form (spec: url 1..2048).
+// maxURLLength bounds both the raw input and the stored form, in characters (spec: url 1..2048).
 const maxURLLength = 2048
 
 // URLError says why a URL was refused. The reason never echoes the URL, so it can
@@ -51,8 +51,9 @@ var specialUseTLDs = map[string]bool{
 //
 // DNS is not consulted: a lookup at submit time proves nothing about later ones.
 func SafePublicHTTPSURL(raw string) (string, error) {
-	if len(raw) < 1 || len(raw) > maxURLLength {
-		return refuse("must be 1 to 2048 bytes")
+	// Characters, as the schema's maxLength counts them (a query keeps its non-ASCII text as sent).
+	if len(raw) < 1 || utf8.RuneCountInString(raw) > maxURLLength {
+		return refuse("must be 1 to 2048 characters")
 	}
 	if !utf8.ValidString(raw) {
 		return refuse("is not valid UTF-8")
@@ -106,8 +107,8 @@ func SafePublicHTTPSURL(raw string) (string, error) {
 	out := u.String()
 	// Escaping non-ASCII in the path can lengthen the URL; the stored form must
 	// itself pass this check.
-	if len(out) > maxURLLength {
-		return refuse("must be 1 to 2048 bytes")
+	if utf8.RuneCountInString(out) > maxURLLength {
+		return refuse("must be 1 to 2048 characters")
 	}
 	return out, nil
 }

@@ -163,15 +163,24 @@ func TestSafePublicHTTPSURLLength(t *testing.T) {
 	base := "https://example.com/"
 	ok := base + strings.Repeat("a", maxURLLength-len(base))
 	if got, err := SafePublicHTTPSURL(ok); err != nil || got != ok {
-		t.Errorf("2048 bytes: got %d bytes, %v", len(got), err)
+		t.Errorf("2048 characters: got %d bytes, %v", len(got), err)
 	}
 	if _, err := SafePublicHTTPSURL(ok + "a"); err == nil {
-		t.Error("2049 bytes accepted")
+		t.Error("2049 characters accepted")
+	}
+	// The bound counts characters, as the schema does: a query keeps its non-ASCII text as sent.
+	query := base + "?q="
+	wide := query + strings.Repeat("é", maxURLLength-len(query))
+	if got, err := SafePublicHTTPSURL(wide); err != nil || got != wide {
+		t.Errorf("2048 characters in %d bytes: got %d bytes, %v", len(wide), len(got), err)
+	}
+	if _, err := SafePublicHTTPSURL(wide + "é"); err == nil {
+		t.Error("2049 characters accepted")
 	}
 	// Escaping would push the stored form past the limit.
 	grows := base + strings.Repeat("é", (maxURLLength-len(base))/2)
 	if _, err := SafePublicHTTPSURL(grows); err == nil {
-		t.Error("stored form longer than 2048 bytes accepted")
+		t.Error("stored form longer than 2048 characters accepted")
 	}
 }
 
