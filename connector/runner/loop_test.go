@@ -215,6 +215,31 @@ func TestAClaimAnsweredForAnotherIntentIsNotStarted(t *testing.T) {
 	}
 }
 
+// While a seat runs, the runner polls refused (it takes one intent at a time): it is offered nothing,
+// and claims nothing, until its seat ends.
+func TestABusyRunnerPollsRefused(t *testing.T) {
+	a, b := intent(1, "north"), intent(2, "south")
+	svc := &fakeService{offer: func(n int) []sdk.StartIntent {
+		if n == 0 {
+			return []sdk.StartIntent{a}
+		}
+		return []sdk.StartIntent{b}
+	}}
+	r := newRunner(svc, &fakeDriver{block: true})
+	r.Enabled = func() bool {
+		polls, _, _ := svc.calls()
+		return len(polls) < 4 // the owner disables the arena after four polls (its refused poll is the fifth)
+	}
+	run(t, r, false)
+	polls, claims, _ := svc.calls()
+	if want := []sdk.Availability{sdk.RunnerOnline, sdk.RunnerRefused, sdk.RunnerRefused, sdk.RunnerRefused, sdk.RunnerRefused}; !slices.Equal(polls, want) {
+		t.Fatalf("polls %v, want %v: online until a seat runs, then refused", polls, want)
+	}
+	if !slices.Equal(claims, []string{a.IntentID}) {
+		t.Fatalf("claims %v: a busy runner claims nothing", claims)
+	}
+}
+
 func TestTheArenaDisabledWhileASeatRunsPollsRefusedOnceAndStops(t *testing.T) {
 	a := intent(1, "north")
 	svc := &fakeService{offer: func(n int) []sdk.StartIntent {
@@ -233,8 +258,8 @@ func TestTheArenaDisabledWhileASeatRunsPollsRefusedOnceAndStops(t *testing.T) {
 	}
 	run(t, r, false)
 	polls, _, reports := svc.calls()
-	if len(polls) < 2 || polls[len(polls)-1] != sdk.RunnerRefused || slices.Index(polls, sdk.RunnerRefused) != len(polls)-1 {
-		t.Fatalf("polls %v: want online until the arena is disabled, then refused once", polls)
+	if len(polls) < 2 || polls[0] != sdk.RunnerOnline || slices.Contains(polls[1:], sdk.RunnerOnline) {
+		t.Fatalf("polls %v: want online until the seat was claimed, then refused (busy, then disabled)", polls)
 	}
 	if !slices.Equal(beats, polls) {
 		t.Fatalf("heartbeats %v, polls %v", beats, polls)

@@ -113,7 +113,8 @@ func (r *Runner) Run(ctx context.Context, once bool) error {
 	for {
 		enabled := r.Enabled == nil || r.Enabled()
 		availability := sdk.RunnerOnline
-		if !enabled || r.Driver.Check(ctx, r.Instance) != nil {
+		// Busy, the runner takes no intent (one runtime at a time): it says so, and is offered none.
+		if !enabled || busy != "" || r.Driver.Check(ctx, r.Instance) != nil {
 			availability = sdk.RunnerRefused
 		}
 		answer, err := r.Service.PollStartIntents(ctx, sdk.RunnerPoll{RunnerID: r.RunnerID, Availability: availability})
