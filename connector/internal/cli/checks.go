@@ -264,19 +264,31 @@ func runnerPolling(p *profile.Profile, cfg *profile.Config) (bool, string) {
 	if err != nil {
 		return false, "the runner is not polling: " + err.Error() + " (start it: svc-connector arena run --profile " + p.Name + ")"
 	}
-	age := time.Since(hb.LastPollAt)
-	switch {
-	case hb.RunnerID != cfg.Arena.RunnerID:
-		return false, "the runner's heartbeat is of another runner id than the profile's"
-	case !processAlive(hb.PID):
-		return false, fmt.Sprintf("the runner is not running (its last poll was %s ago): start it with svc-connector arena run --profile %s", age.Round(time.Second), p.Name)
-	case age > RunnerFresh:
-		return false, fmt.Sprintf("the runner's last successful poll was %s ago (more than %s)", age.Round(time.Second), RunnerFresh)
-	case hb.Availability != string(sdk.RunnerOnline):
-		return false, "the runner polls, but as refused: its runtime cannot start here"
+	ok, why := heartbeatSays(hb, cfg.Arena.RunnerID, p.Name, time.Now())
+	if !ok {
+		return false, why
 	}
 	if active, err := p.Active(); err != nil || !active {
 		return false, "the runner's process does not hold the profile"
+	}
+	return true, why
+}
+
+// heartbeatSays judges a runner's heartbeat at now: whether it is of the profile's runner, alive, fresh
+// and taking intents or running one (a busy runner polls refused), and why.
+func heartbeatSays(hb *profile.Heartbeat, runnerID, name string, now time.Time) (bool, string) {
+	age := now.Sub(hb.LastPollAt)
+	switch {
+	case hb.RunnerID != runnerID:
+		return false, "the runner's heartbeat is of another runner id than the profile's"
+	case !processAlive(hb.PID):
+		return false, fmt.Sprintf("the runner is not running (its last poll was %s ago): start it with svc-connector arena run --profile %s", age.Round(time.Second), name)
+	case age > RunnerFresh:
+		return false, fmt.Sprintf("the runner's last successful poll was %s ago (more than %s)", age.Round(time.Second), RunnerFresh)
+	case hb.Intent != "":
+		return true, fmt.Sprintf("the runner (pid %d) runs the seat of intent %s, and polled %s ago", hb.PID, hb.Intent, age.Round(time.Second))
+	case hb.Availability != string(sdk.RunnerOnline):
+		return false, "the runner polls, but as refused: its runtime cannot start here"
 	}
 	return true, fmt.Sprintf("the runner (pid %d) polled online %s ago", hb.PID, age.Round(time.Second))
 }
