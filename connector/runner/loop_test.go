@@ -31,6 +31,8 @@ type fakeService struct {
 	// claimAnswer answers a claim; by default the intent claimed, held by the runner.
 	claimAnswer func(it sdk.StartIntent) (*sdk.ClaimResponse, error)
 	offered     map[string]sdk.StartIntent
+	// refuseReport fails the status reports of a state (recorded with "refused").
+	refuseReport sdk.StartIntentState
 }
 
 func (f *fakeService) PollStartIntents(_ context.Context, in sdk.RunnerPoll, _ ...sdk.CallOption) (*sdk.StartIntentList, error) {
@@ -74,6 +76,10 @@ func (f *fakeService) ReportStartIntentStatus(_ context.Context, intentID string
 	reason := ""
 	if in.ReasonCode != nil {
 		reason = string(*in.ReasonCode)
+	}
+	if in.State == f.refuseReport {
+		f.reports = append(f.reports, fmt.Sprintf("%s %s refused", intentID, in.State))
+		return nil, errors.New("the report was lost")
 	}
 	f.reports = append(f.reports, fmt.Sprintf("%s %s %s", intentID, in.State, reason))
 	return &sdk.StatusResponse{IntentID: intentID, State: in.State, ReasonCode: in.ReasonCode}, nil
@@ -212,6 +218,22 @@ func TestAClaimAnsweredForAnotherIntentIsNotStarted(t *testing.T) {
 				t.Fatalf("claims %v, reports %v, seats run %v", claims, reports, drv.ran())
 			}
 		})
+	}
+}
+
+// A claimed intent whose starting report fails is not started, and still gets its end: failed,
+// runtime_unavailable.
+func TestAFailedStartingReportStillEndsTheIntent(t *testing.T) {
+	a := intent(1, "north")
+	svc := &fakeService{offer: func(int) []sdk.StartIntent { return []sdk.StartIntent{a} }, refuseReport: sdk.StartIntentStarting}
+	drv := &fakeDriver{}
+	run(t, newRunner(svc, drv), true)
+	_, _, reports := svc.calls()
+	if want := []string{a.IntentID + " starting refused", a.IntentID + " failed runtime_unavailable"}; !slices.Equal(reports, want) {
+		t.Fatalf("reports %q, want %q", reports, want)
+	}
+	if len(drv.ran()) != 0 {
+		t.Fatalf("seats run %v after the starting report failed", drv.ran())
 	}
 }
 

@@ -250,9 +250,12 @@ func (r *Runner) run(ctx context.Context, seat runtime.Seat) {
 	}
 	r.Log.Info("starting the runtime for a start intent", "intent", seat.IntentID, "match", seat.MatchID, "seat", seat.Seat)
 	if err := r.report(ctx, seat.IntentID, sdk.StartIntentStarting, ""); err != nil {
+		// Not started: the claimed intent still gets its end, so that it is not left claimed.
+		res := runtime.Result{State: sdk.StartIntentFailed, Reason: sdk.StopRuntimeUnavailable}
 		if ctx.Err() != nil {
-			r.final(seat.IntentID, runtime.Result{State: sdk.StartIntentStopped, Reason: sdk.StopCancelledByOwner})
+			res = runtime.Result{State: sdk.StartIntentStopped, Reason: sdk.StopCancelledByOwner}
 		}
+		r.final(seat.IntentID, res)
 		return
 	}
 	var res runtime.Result
