@@ -125,6 +125,10 @@ func (e *Env) inspectProfile(ctx context.Context, st profile.Store, p *profile.P
 		checks = append(checks, fail("connector_release", rel.reason+": "+rel.finding))
 	case err == nil && !rel.manifest.HasRuntime(l.cfg.Runtime.Name):
 		checks = append(checks, fail("connector_release", fmt.Sprintf("%s: the signed release %s does not list the runtime %q", reasonRuntimeUnpublished, rel.manifest.Version, l.cfg.Runtime.Name)))
+	case err != nil:
+		// The runtime is unknown to this connector (the runtime check says so): the release is not
+		// asked about it.
+		checks = append(checks, pass("connector_release", fmt.Sprintf("this connector is a file of the signed release %s", rel.manifest.Version)))
 	default:
 		checks = append(checks, pass("connector_release", fmt.Sprintf("this connector is a file of the signed release %s, which lists the runtime %q", rel.manifest.Version, l.cfg.Runtime.Name)))
 	}
