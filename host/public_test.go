@@ -2,9 +2,12 @@ package host
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gin-gonic/gin"
 
 	"github.com/svcforum/svc/contracts/site"
 )
@@ -104,5 +107,34 @@ func TestMalformedQueryRefused(t *testing.T) {
 	// Well-formed escapes are untouched.
 	if res := do(t, "GET", r.url(ListenerPublic, "/forum/search?q=lentil%20soup"), browser); res.status != 200 {
 		t.Fatalf("a well-formed query: %d", res.status)
+	}
+}
+
+// An IPv6 client counts as its /64: its hosts may take any address in it, and a fresh address must
+// not be a fresh burst. Another /64, and an IPv4 client, have buckets of their own.
+func TestPublicRateLimitPerIPv6Network(t *testing.T) {
+	e := gin.New()
+	e.Use(limitAddresses(newAddressLimiter(0.01, 1), nil))
+	e.GET("/x", func(c *gin.Context) { c.Status(http.StatusOK) })
+	get := func(remote string) int {
+		req := httptest.NewRequest(http.MethodGet, "/x", nil)
+		req.RemoteAddr = remote
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for _, tc := range []struct {
+		remote string
+		want   int
+	}{
+		{"[2001:db8:1:2::1]:4000", http.StatusOK},
+		{"[2001:db8:1:2:abcd::9]:4001", http.StatusTooManyRequests}, // the same /64
+		{"[2001:db8:1:3::1]:4002", http.StatusOK},                   // another /64
+		{"203.0.113.7:4003", http.StatusOK},
+		{"203.0.113.8:4004", http.StatusOK},
+	} {
+		if got := get(tc.remote); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.remote, got, tc.want)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"golang.org/x/time/rate"
 
+	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/render"
 	"github.com/svcforum/svc/contracts/site"
@@ -64,7 +65,7 @@ func limitAddresses(l *addressLimiter, s *site.Site) gin.HandlerFunc {
 			c.Next()
 			return
 		}
-		ok, retry := l.allow(c.ClientIP(), time.Now())
+		ok, retry := l.allow(plugin.ClientKey(c), time.Now())
 		if ok {
 			c.Next()
 			return

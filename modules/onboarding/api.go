@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/svcforum/svc/contracts/bind"
+	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/privatekey"
 	"github.com/svcforum/svc/contracts/problem"
@@ -34,7 +35,7 @@ func (a *API) apply(c *gin.Context) {
 	if !bind.JSON(c, a.schemas, "application-request", &in) {
 		return
 	}
-	created, err := a.apps.Apply(c.Request.Context(), in, c.ClientIP())
+	created, err := a.apps.Apply(c.Request.Context(), in, plugin.ClientKey(c))
 	if err != nil {
 		render.Error(c, err)
 		return
@@ -45,7 +46,7 @@ func (a *API) apply(c *gin.Context) {
 
 // status is GET /onboarding/api/v1/status/{token}.
 func (a *API) status(c *gin.Context) {
-	st, err := a.apps.StatusOf(c.Request.Context(), c.Param("token"), c.ClientIP())
+	st, err := a.apps.StatusOf(c.Request.Context(), c.Param("token"), plugin.ClientKey(c))
 	c.Header("Cache-Control", "no-store")
 	if err != nil {
 		render.Error(c, err)
@@ -81,7 +82,7 @@ func (a *API) redeem(c *gin.Context) {
 		render.Error(c, err)
 		return
 	}
-	id, err := a.apps.Redeem(ctx, in, c.ClientIP())
+	id, err := a.apps.Redeem(ctx, in, plugin.ClientKey(c))
 	if err != nil {
 		render.Error(c, err)
 		return

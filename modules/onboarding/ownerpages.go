@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/justinas/nosurf"
 
+	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/site"
 )
@@ -140,7 +141,7 @@ func (p *OwnerPages) showOwner(c *gin.Context, status int, owner ownerRow, page 
 func (p *OwnerPages) requestSignIn(c *gin.Context) {
 	email := strings.TrimSpace(c.PostForm("email"))
 	page := signInPage{CSRF: nosurf.Token(c.Request), Email: email, TTL: p.owners.cfg.SignInTTL}
-	err := p.owners.RequestSignIn(c.Request.Context(), email, c.ClientIP())
+	err := p.owners.RequestSignIn(c.Request.Context(), email, plugin.ClientKey(c))
 	var pr *problem.Problem
 	switch {
 	case err == nil:

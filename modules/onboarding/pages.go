@@ -92,7 +92,7 @@ func (p *Pages) submit(c *gin.Context) {
 		// Browsers send a textarea's line breaks as CRLF; the service keeps "\n" only.
 		IntendedUse: strings.TrimSpace(strings.ReplaceAll(c.PostForm("intended_use"), "\r\n", "\n")),
 	}
-	created, err := p.apps.Apply(c.Request.Context(), in, c.ClientIP())
+	created, err := p.apps.Apply(c.Request.Context(), in, plugin.ClientKey(c))
 	if err == nil {
 		p.write(c, http.StatusOK, "applied", appliedPage{StatusURL: created.StatusURL, Email: in.Email, Handle: in.Handle})
 		return
@@ -145,7 +145,7 @@ func (p *Pages) confirm(c *gin.Context) {
 
 // status is GET /onboarding/status/{token}.
 func (p *Pages) status(c *gin.Context) {
-	st, err := p.apps.StatusOf(c.Request.Context(), c.Param("token"), c.ClientIP())
+	st, err := p.apps.StatusOf(c.Request.Context(), c.Param("token"), plugin.ClientKey(c))
 	if err != nil {
 		p.site.Error(c, err)
 		return

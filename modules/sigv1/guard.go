@@ -320,7 +320,7 @@ func (g *Guard) authFailed(c *gin.Context, err error) {
 		return
 	}
 	route, _ := plugin.Route(c)
-	ok, retry, lerr := g.limiter.Take(c.Request.Context(), "failed-auth:"+c.ClientIP(), g.cfg.FailedAuthPerWindow, g.cfg.RateWindow, g.clock.Now())
+	ok, retry, lerr := g.limiter.Take(c.Request.Context(), "failed-auth:"+plugin.ClientKey(c), g.cfg.FailedAuthPerWindow, g.cfg.RateWindow, g.clock.Now())
 	if lerr != nil {
 		_ = c.Error(lerr)
 	}
