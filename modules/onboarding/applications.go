@@ -272,9 +272,14 @@ func nextStep(s Status) string {
 func (a *Applications) ConfirmPage(ctx context.Context, token string) (applicationRow, error) {
 	row, err := a.byToken(ctx, "confirm_hash", token, 32)
 	if err == nil && row.EmailConfirmedAt == nil && a.state(row) != StatePending {
-		return row, problem.New(problem.NotFound, "This confirmation link has expired: the application ended before the address was confirmed. Apply again.")
+		return row, confirmExpired()
 	}
 	return row, err
+}
+
+// confirmExpired answers a confirmation link whose application ended before it was followed.
+func confirmExpired() *problem.Problem {
+	return problem.New(problem.NotFound, "This confirmation link has expired: the application ended before the address was confirmed. Apply again.")
 }
 
 // Confirm confirms the address of the application whose confirmation token is token; confirming twice
@@ -285,13 +290,27 @@ func (a *Applications) Confirm(ctx context.Context, token string) (applicationRo
 		return row, err
 	}
 	if a.state(row) != StatePending {
-		return row, problem.New(problem.NotFound, "This confirmation link has expired: the application ended before the address was confirmed. Apply again.")
+		return row, confirmExpired()
 	}
 	now := a.clock.Now()
+	confirmed := false // another request confirmed it meanwhile
 	err = a.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Model(&applicationRow{}).Where("id = ? AND email_confirmed_at IS NULL", row.ID).
-			Updates(map[string]any{"email_confirmed_at": now, "updated_at": now}).Error; err != nil {
-			return fmt.Errorf("confirm address: %w", err)
+		// Still pending: the sweep may have expired it since it was read.
+		res := tx.Model(&applicationRow{}).Where("id = ? AND email_confirmed_at IS NULL AND state = ?", row.ID, StatePending).
+			Updates(map[string]any{"email_confirmed_at": now, "updated_at": now})
+		if res.Error != nil {
+			return fmt.Errorf("confirm address: %w", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			fresh, err := readRow(tx, row.ID)
+			if err != nil {
+				return err
+			}
+			if fresh.EmailConfirmedAt == nil {
+				return confirmExpired()
+			}
+			row, confirmed = fresh, true
+			return nil
 		}
 		// The address is proved: its person has an owner account from now on.
 		if _, err := ensureOwner(tx, row.Email, now); err != nil {
@@ -300,7 +319,7 @@ func (a *Applications) Confirm(ctx context.Context, token string) (applicationRo
 		// The confirmation link has done its work: no copy of it is kept.
 		return eraseMail(tx, row.ID, MailConfirm)
 	})
-	if err != nil {
+	if err != nil || confirmed {
 		return row, err
 	}
 	row.EmailConfirmedAt, row.UpdatedAt = &now, now

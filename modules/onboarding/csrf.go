@@ -14,8 +14,10 @@ import (
 	"github.com/svcforum/svc/contracts/site"
 )
 
-// maxForm bounds a form's body; the longest form (an application) is well under it.
-const maxForm = 64 << 10
+// maxForm bounds a form's body. A browser percent-encodes every byte of a character beyond ASCII, so
+// a character may take 12 bytes of form: the longest form, a draft of MaxDraft characters (96,000
+// bytes at worst), fits with its token to spare.
+const maxForm = 128 << 10
 
 // ginContext carries the request's gin context through nosurf, an http.Handler built once.
 type ginContext struct{}

@@ -194,12 +194,34 @@ func (o *Owners) ConfirmLink(ctx context.Context, token string) (LinkView, error
 		if err := tx.Model(&linkRow{}).Where("id = ?", link.ID).Updates(map[string]any{"state": LinkConfirmed, "confirmed_at": now}).Error; err != nil {
 			return fmt.Errorf("confirm owner link: %w", err)
 		}
+		// The agent's other links stay: confirming one is told owner_already_linked (while the agent has
+		// this owner; Unlink closes them all).
 		return eraseOwnerMail(tx, link.ID, MailOwnerLink)
 	})
 	if err == nil {
 		o.log.InfoContext(ctx, "owner link confirmed", "module", ID, "handle", view.Handle)
 	}
 	return view, err
+}
+
+// closeLinks closes, on tx, the agent's links in one of states: their tokens stop working, and their
+// mail that has not gone out is cancelled and erased.
+func closeLinks(tx *gorm.DB, agentID string, states ...string) error {
+	var ids []string
+	if err := tx.Model(&linkRow{}).Where("agent_id = ? AND state IN ?", agentID, states).Pluck("id", &ids).Error; err != nil {
+		return fmt.Errorf("read the agent's owner links: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := tx.Model(&linkRow{}).Where("id IN ?", ids).Updates(map[string]any{"state": LinkClosed, "token_hash": nil}).Error; err != nil {
+		return fmt.Errorf("close owner links: %w", err)
+	}
+	if err := tx.Model(&mailRow{}).Where("ref_id IN ? AND kind = ? AND state IN ?", ids, MailOwnerLink, []string{MailQueued, MailOutbox}).
+		Updates(map[string]any{"state": MailCancelled, "body": ""}).Error; err != nil {
+		return fmt.Errorf("cancel owner-link mail: %w", err)
+	}
+	return nil
 }
 
 func lockLink(tx *gorm.DB, id string) (linkRow, error) {

@@ -213,9 +213,15 @@ func (s *Sender) deliver(ctx context.Context, mailID string, attempt, attempts i
 	now := s.clock.Now()
 	if err == nil {
 		return db.Transaction(func(tx *gorm.DB) error {
-			if err := tx.Model(&mailRow{}).Where("id = ? AND state = ?", m.ID, MailQueued).
-				Updates(map[string]any{"state": MailSent, "body": "", "sent_at": now, "attempts": attempt, "last_error": nil}).Error; err != nil {
-				return fmt.Errorf("mark mail sent: %w", err)
+			res := tx.Model(&mailRow{}).Where("id = ? AND state = ?", m.ID, MailQueued).
+				Updates(map[string]any{"state": MailSent, "body": "", "sent_at": now, "attempts": attempt, "last_error": nil})
+			if res.Error != nil {
+				return fmt.Errorf("mark mail sent: %w", res.Error)
+			}
+			if res.RowsAffected == 0 {
+				// Cancelled while it was being sent (a new invitation replaced it): it went out, but
+				// what it says is dead, and the application's invitation is another one.
+				return nil
 			}
 			if m.Kind == MailInvitation && m.ApplicationID != nil {
 				if err := tx.Model(&applicationRow{}).Where("id = ?", *m.ApplicationID).Update("invitation_sent_at", now).Error; err != nil {

@@ -39,8 +39,8 @@ const (
 	MailSent   = "sent"   // handed to the SMTP server; its body is erased
 	MailFailed = "failed" // every attempt failed; its body is erased
 	MailOutbox = "outbox" // no SMTP server is configured: it waits for the operator (svc admin mail list)
-	// MailCancelled: its application was rejected, or a new invitation replaced it, before it went
-	// out; its body is erased.
+	// MailCancelled: its application was rejected, a new invitation replaced it, or its owner link was
+	// closed, before it went out; its body is erased.
 	MailCancelled = "cancelled"
 )
 
@@ -119,6 +119,7 @@ const (
 	LinkSent      = "sent"       // a confirmation link went to the account of the address
 	LinkNoAccount = "no_account" // no account has the address: nothing was sent
 	LinkConfirmed = "confirmed"
+	LinkClosed    = "closed" // the operator unlinked the agent: no token of its links from before works
 )
 
 // linkRow is an agent's request to be linked to the owner of an address. Whether that address has an

@@ -286,7 +286,7 @@ func alreadyLinked() *problem.Problem {
 }
 
 // Unlink removes the agent's owner (the operator's command); the drafts that owner left waiting are
-// withdrawn and their ciphertext deleted. It reports whether the agent had an owner.
+// withdrawn and their ciphertext deleted, and the agent's owner links closed. It reports whether the agent had an owner.
 func (o *Owners) Unlink(ctx context.Context, agentID string) (bool, error) {
 	had := false
 	err := o.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -300,6 +300,11 @@ func (o *Owners) Unlink(ctx context.Context, agentID string) (bool, error) {
 		had = true
 		if err := tx.Where("agent_id = ?", agentID).Delete(&agentOwnerRow{}).Error; err != nil {
 			return fmt.Errorf("unlink agent: %w", err)
+		}
+		// No link of before works afterwards: the confirmed one no longer shows the owner, and one
+		// still waiting would link the agent again.
+		if err := closeLinks(tx, agentID, LinkRequested, LinkSent, LinkConfirmed); err != nil {
+			return err
 		}
 		return closeDrafts(tx, agentID, DraftWithdrawn, o.clock.Now())
 	})

@@ -128,8 +128,9 @@ func (a *Applications) redeemed(row applicationRow, in RedemptionRequest) (done 
 // creates a new one.
 func (a *Applications) orgToJoin(tx *gorm.DB, row applicationRow) (string, error) {
 	var earlier []applicationRow
-	if err := tx.Where("email = ? AND organisation_name = ? AND state = ? AND org_id IS NOT NULL AND id <> ?",
-		row.Email, row.OrgName, StateRedeemed, row.ID).Order("redeemed_at").Limit(1).Find(&earlier).Error; err != nil {
+	// Addresses are one account whatever their case, as everywhere in this module.
+	if err := tx.Where("lower(email) = ? AND organisation_name = ? AND state = ? AND org_id IS NOT NULL AND id <> ?",
+		normalEmail(row.Email), row.OrgName, StateRedeemed, row.ID).Order("redeemed_at").Limit(1).Find(&earlier).Error; err != nil {
 		return "", fmt.Errorf("find organisation: %w", err)
 	}
 	if len(earlier) == 0 {
