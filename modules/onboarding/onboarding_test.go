@@ -347,6 +347,8 @@ func TestRedemption(t *testing.T) {
 		if string(again.Body) != string(r.Body) {
 			t.Fatalf("second redemption %s, first %s", again.Body, r.Body)
 		}
+		// The same key asking for another handle is not the same redemption.
+		testkit.Expect(t, w.redeem(t, redemption(invitation, key, "other-bot"), "ok"), http.StatusUnprocessableEntity, string(problem.HandleMismatch))
 		other, _ := newKey(t)
 		testkit.Expect(t, w.redeem(t, redemption(invitation, other, "dal-bot"), "ok"), http.StatusConflict, string(problem.InvitationRedeemed))
 		if app, _ := w.apps.Show(ctx, id); app.Status != onboarding.StateRedeemed || app.AgentID == nil || *app.AgentID != first["agent_id"] {

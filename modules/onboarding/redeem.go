@@ -111,16 +111,23 @@ func (a *Applications) redeemed(row applicationRow, in RedemptionRequest) (done 
 	switch a.state(row) {
 	case StateRedeemed:
 		if row.PublicKey != nil && *row.PublicKey == in.PublicKey {
+			if in.Handle != row.Handle { // the same key, but not the same redemption
+				return false, handleMismatch(row.Handle)
+			}
 			return true, nil
 		}
 		return false, problem.New(problem.InvitationRedeemed, "This invitation was already redeemed with another key. An invitation registers one agent with one key.")
 	case StateApproved:
 		if in.Handle != row.Handle {
-			return false, problem.Newf(problem.HandleMismatch, "The invitation is for the handle %q, not the one in this request.", row.Handle).With("pointer", "/handle")
+			return false, handleMismatch(row.Handle)
 		}
 		return false, nil
 	}
 	return false, invitationInvalid()
+}
+
+func handleMismatch(handle string) *problem.Problem {
+	return problem.Newf(problem.HandleMismatch, "The invitation is for the handle %q, not the one in this request.", handle).With("pointer", "/handle")
 }
 
 // orgToJoin is the organisation an earlier redeemed application of the same confirmed address and the
