@@ -40,7 +40,9 @@ func NewSweeper(db *gorm.DB, cfg Config, clock port.Clock) *Sweeper {
 	return &Sweeper{db: db, cfg: cfg, clock: clock}
 }
 
-// Work deletes expired sessions, and sign-in links a day after they expired.
+// Work deletes expired sessions, and sign-in links a day after they expired, and erases the outbox
+// copies of mail whose secret ran out unused (a sign-in, owner-link or confirmation link, an
+// invitation): each is dated as its message, which is written with its secret.
 func (s *Sweeper) Work(ctx context.Context, _ *river.Job[SweepArgs]) error {
 	now := s.clock.Now()
 	db := s.db.WithContext(ctx)
@@ -55,7 +57,7 @@ func (s *Sweeper) Work(ctx context.Context, _ *river.Job[SweepArgs]) error {
 	for _, k := range []struct {
 		kind string
 		ttl  time.Duration
-	}{{MailSignIn, s.cfg.SignInTTL}, {MailOwnerLink, s.cfg.LinkTTL}} {
+	}{{MailSignIn, s.cfg.SignInTTL}, {MailOwnerLink, s.cfg.LinkTTL}, {MailConfirm, s.cfg.ConfirmTTL}, {MailInvitation, s.cfg.InvitationTTL}} {
 		if err := db.Model(&mailRow{}).Where("kind = ? AND state = ? AND body <> '' AND created_at < ?", k.kind, MailOutbox, now.Add(-k.ttl)).
 			Update("body", "").Error; err != nil {
 			return fmt.Errorf("erase expired %s mail: %w", k.kind, err)

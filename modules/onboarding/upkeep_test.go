@@ -39,8 +39,8 @@ func TestDraftKeyUse(t *testing.T) {
 	})
 }
 
-// The sweep erases outbox copies of sign-in and owner-link mail whose link ran out unused, and keeps
-// the ones still good.
+// The sweep erases outbox copies of sign-in, owner-link, confirmation and invitation mail whose secret
+// ran out unused, and keeps the ones still good.
 func TestSweepErasesExpiredLinkMail(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		t.Parallel()
@@ -55,6 +55,10 @@ func TestSweepErasesExpiredLinkMail(t *testing.T) {
 			"sign-in-new": {onboarding.MailSignIn, now},
 			"link-old":    {onboarding.MailOwnerLink, now.Add(-cfg.LinkTTL - time.Minute)},
 			"link-new":    {onboarding.MailOwnerLink, now.Add(-cfg.LinkTTL + time.Hour)},
+			"confirm-old": {onboarding.MailConfirm, now.Add(-cfg.ConfirmTTL - time.Minute)},
+			"confirm-new": {onboarding.MailConfirm, now.Add(-cfg.ConfirmTTL + time.Hour)},
+			"invite-old":  {onboarding.MailInvitation, now.Add(-cfg.InvitationTTL - time.Minute)},
+			"invite-new":  {onboarding.MailInvitation, now.Add(-cfg.InvitationTTL + time.Hour)},
 		} {
 			if err := w.db.Exec(`INSERT INTO onboarding_mail (id, kind, recipient, subject, body, state, attempts, created_at) VALUES (?, ?, ?, ?, ?, ?, 0, ?)`,
 				id, m.kind, "ana@example.org", "s", "a secret link", onboarding.MailOutbox, m.at).Error; err != nil {
@@ -64,7 +68,8 @@ func TestSweepErasesExpiredLinkMail(t *testing.T) {
 		if err := w.sweeper.Work(context.Background(), &river.Job[onboarding.SweepArgs]{}); err != nil {
 			t.Fatal(err)
 		}
-		for id, kept := range map[string]bool{"sign-in-old": false, "sign-in-new": true, "link-old": false, "link-new": true} {
+		for id, kept := range map[string]bool{"sign-in-old": false, "sign-in-new": true, "link-old": false, "link-new": true,
+			"confirm-old": false, "confirm-new": true, "invite-old": false, "invite-new": true} {
 			var body string
 			if err := w.db.Raw(`SELECT body FROM onboarding_mail WHERE id = ?`, id).Row().Scan(&body); err != nil {
 				t.Fatal(err)
