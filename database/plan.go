@@ -135,8 +135,9 @@ func (f failedStep) Error() string { return "plan step " + strconv.Itoa(int(f)) 
 
 // runInTransaction runs, in one transaction, the steps that steps returns on it; an error of steps
 // ends the transaction and is returned as it is.
+// On SQLite, embedded, a commit that fails has not happened: no error here is port.ErrMaybeCommitted
+// (unless a step's own error says so).
 func runInTransaction(ctx context.Context, db *gorm.DB, steps func(tx *gorm.DB) ([]port.Step, error)) (int, error) {
-	committing := false // every step found what it expected: an error now is the commit's
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		planned, err := steps(tx)
 		if err != nil {
@@ -151,7 +152,6 @@ func runInTransaction(ctx context.Context, db *gorm.DB, steps func(tx *gorm.DB) 
 				return failedStep(i)
 			}
 		}
-		committing = true
 		return nil
 	})
 	var f failedStep
@@ -159,9 +159,6 @@ func runInTransaction(ctx context.Context, db *gorm.DB, steps func(tx *gorm.DB) 
 		return int(f), nil
 	}
 	if err != nil {
-		if committing {
-			err = fmt.Errorf("%w: %w", port.ErrMaybeCommitted, err)
-		}
 		return 0, err
 	}
 	return -1, nil
@@ -288,16 +285,12 @@ func runBatch(ctx context.Context, db *gorm.DB, steps []port.Step) (failed int, 
 					return nil
 				}
 				_ = br.Close()
-				if !errors.As(err, &pe) && !pgconn.SafeToRetry(err) {
-					// Lost after the batch was sent: the server may have run all of it.
-					err = fmt.Errorf("%w: %w", port.ErrMaybeCommitted, err)
-				}
-				return fmt.Errorf("write step %d: %w", i, err)
+				return fmt.Errorf("write step %d: %w", i, uncertain(err))
 			}
 		}
+		// Every statement ran: this is the implicit transaction's commit.
 		if err := br.Close(); err != nil {
-			// Every statement ran: this is the implicit transaction's commit.
-			return fmt.Errorf("%w: %w", port.ErrMaybeCommitted, err)
+			return fmt.Errorf("commit the write: %w", uncertain(err))
 		}
 		return nil
 	})
@@ -305,6 +298,17 @@ func runBatch(ctx context.Context, db *gorm.DB, steps []port.Step) (failed int, 
 		return 0, err
 	}
 	return failed, nil
+}
+
+// uncertain marks err, from a batch already sent, as port.ErrMaybeCommitted unless the server answered
+// it (a *pgconn.PgError: the implicit transaction rolled back) or nothing was sent (SafeToRetry): a
+// connection lost, or a context ended, while the server ran the batch leaves its commit unknown.
+func uncertain(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) || pgconn.SafeToRetry(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", port.ErrMaybeCommitted, err)
 }
 
 // readStep reads a step's result from the batch.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
 )
 
@@ -35,7 +36,12 @@ func Classify(c *gin.Context, err error) (p *problem.Problem, gone bool) {
 	}
 	_ = c.Error(err)
 	if Unavailable(err) {
-		return problem.New(problem.NotReady, "The service cannot reach its database right now; nothing was changed. Retry shortly.").With("retry_after_seconds", 1), false
+		detail := "The service cannot reach its database right now; nothing was changed. Retry shortly."
+		if errors.Is(err, port.ErrMaybeCommitted) {
+			// The connection went while the write committed: "nothing was changed" may be false.
+			detail = "The service lost its database while the write committed: it may have been recorded. Send it again shortly with the same Idempotency-Key: a recorded write answers as it did, and nothing is done twice."
+		}
+		return problem.New(problem.NotReady, detail).With("retry_after_seconds", 1), false
 	}
 	return problem.New(problem.Internal, "The server could not complete the request."), false
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/svcforum/svc/contracts"
+	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/render"
 	"github.com/svcforum/svc/contracts/schema"
@@ -96,6 +97,9 @@ func TestErrorClassifies(t *testing.T) {
 		{fmt.Errorf("write: %w", sqliteError(517)), 503, `"code":"not_ready"`},      // SQLITE_BUSY_SNAPSHOT
 		{fmt.Errorf("write: %w", sqliteError(19)), 500, `"code":"internal_error"`},  // SQLITE_CONSTRAINT
 		{fmt.Errorf("query: %w", context.Canceled), 500, `"code":"internal_error"`}, // not the request's own
+		// A write whose commit is unknown is not told that nothing was changed.
+		{fmt.Errorf("write step 3: %w", fmt.Errorf("%w: %w", port.ErrMaybeCommitted, context.DeadlineExceeded)), 503, `it may have been recorded`},
+		{fmt.Errorf("query: %w", context.DeadlineExceeded), 503, `nothing was changed`},
 	}
 	for _, tc := range cases {
 		w := httptest.NewRecorder()

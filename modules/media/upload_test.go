@@ -427,8 +427,7 @@ func TestSweepFailsStuckUploads(t *testing.T) {
 }
 
 // orphanJobs is port.Jobs whose planned job also writes a row that breaks a deferred foreign key, so
-// that the write's commit fails, as a connection lost while the database commits would leave it
-// unknown.
+// that the database refuses the write's commit.
 type orphanJobs struct{ testkit.Jobs }
 
 func (j orphanJobs) InsertIn(p *port.Plan, args river.JobArgs, opts *river.InsertOpts) error {
@@ -436,10 +435,35 @@ func (j orphanJobs) InsertIn(p *port.Plan, args river.JobArgs, opts *river.Inser
 	return j.Jobs.InsertIn(p, args, opts)
 }
 
-// TestUploadWhoseCommitFailsKeepsItsOriginal: an upload whose write may have committed (its commit
-// failed) keeps its stored original, which a committed upload's job would need, and answers an error.
-func TestUploadWhoseCommitFailsKeepsItsOriginal(t *testing.T) {
+// lostJobs is port.Jobs whose planned job ends the write as one whose commit is unknown (the
+// connection lost while the database committed).
+type lostJobs struct{ testkit.Jobs }
+
+func (j lostJobs) InsertIn(p *port.Plan, args river.JobArgs, opts *river.InsertOpts) error {
+	if err := j.Jobs.InsertIn(p, args, opts); err != nil {
+		return err
+	}
+	p.Append(port.Step{Rows: port.AnyRows, Run: func(*gorm.DB) (bool, error) {
+		return false, fmt.Errorf("%w: the connection was lost", port.ErrMaybeCommitted)
+	}})
+	return nil
+}
+
+// TestUploadWhoseCommitFails: an upload whose commit the database refused keeps nothing, its original
+// included; one whose commit is unknown keeps its original, which the upload's job needs if it did
+// commit, and answers an error.
+func TestUploadWhoseCommitFails(t *testing.T) {
 	t.Parallel()
+	files := func(w *mtWorld) int {
+		n := 0
+		_ = filepath.WalkDir(w.dir, func(_ string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
 	w := mtNewWorld(t, database.SQLite)
 	for _, s := range []string{
 		"CREATE TABLE commit_parents (id TEXT PRIMARY KEY)",
@@ -449,17 +473,16 @@ func TestUploadWhoseCommitFailsKeepsItsOriginal(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if r := uploadWith(t, w, orphanJobs{}, "k-commit"); r.Status < 500 {
-		t.Fatalf("an upload whose commit failed: %d %s, want a 5xx", r.Status, r.Body)
+	if r := uploadWith(t, w, orphanJobs{}, "k-refused"); r.Status < 500 {
+		t.Fatalf("an upload whose commit was refused: %d %s, want a 5xx", r.Status, r.Body)
 	}
-	files := 0
-	_ = filepath.WalkDir(w.dir, func(_ string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			files++
-		}
-		return nil
-	})
-	if files != 1 {
-		t.Fatalf("the storage holds %d objects, want the original kept", files)
+	if n := files(w); n != 0 || w.count(t, "media_assets")+w.count(t, "testkit_charges")+w.count(t, "testkit_jobs") != 0 {
+		t.Fatalf("an upload whose commit was refused left %d objects", n)
+	}
+	if r := uploadWith(t, w, lostJobs{}, "k-lost"); r.Status < 500 {
+		t.Fatalf("an upload whose commit is unknown: %d %s, want a 5xx", r.Status, r.Body)
+	}
+	if n := files(w); n != 1 {
+		t.Fatalf("the storage holds %d objects, want the original of the upload whose commit is unknown", n)
 	}
 }
