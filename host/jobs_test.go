@@ -149,7 +149,7 @@ func TestPlannedJobOptions(t *testing.T) {
 	}
 	for _, opts := range []river.InsertOpts{
 		{UniqueOpts: river.UniqueOpts{ByArgs: true}}, {Tags: []string{"a"}}, {ScheduledAt: time.Now().Add(time.Hour)}, {Pending: true},
-		{Metadata: []byte(`{"a":1}`)},
+		{Metadata: []byte(`{"a":1}`)}, {Priority: 5}, {MaxAttempts: -1},
 	} {
 		if _, err := plannedOptions(echoArgs{}, &opts); err == nil {
 			t.Errorf("options %+v were taken for a planned job", opts)

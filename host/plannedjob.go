@@ -57,9 +57,14 @@ func plannedOptions(args river.JobArgs, opts *river.InsertOpts) (river.InsertOpt
 			return river.InsertOpts{}, errors.New("a planned job takes only MaxAttempts, Priority and Queue; insert it with InsertTx")
 		}
 	}
-	return river.InsertOpts{
+	o := river.InsertOpts{
 		MaxAttempts: cmp.Or(given.MaxAttempts, own.MaxAttempts, river.MaxAttemptsDefault),
 		Priority:    cmp.Or(given.Priority, own.Priority, river.PriorityDefault),
 		Queue:       cmp.Or(given.Queue, own.Queue, river.QueueDefault),
-	}, nil
+	}
+	// River's own insert checks these; the table's constraints would only fail the whole write.
+	if o.Priority < 1 || o.Priority > 4 || o.MaxAttempts < 1 || len(o.Queue) > 127 {
+		return river.InsertOpts{}, fmt.Errorf("a job's priority is 1..4 (%d), its max attempts at least 1 (%d), its queue's name under 128 bytes", o.Priority, o.MaxAttempts)
+	}
+	return o, nil
 }
