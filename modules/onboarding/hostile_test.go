@@ -3,9 +3,11 @@ package onboarding_test
 import (
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/database"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/onboarding"
 	"github.com/svcforum/svc/testkit"
@@ -47,4 +49,22 @@ func TestHostileBytes(t *testing.T) {
 			expectPage(t, r, http.StatusNotFound, problem.NotFound)
 		}
 	})
+}
+
+// An application whose texts break the content policy is answered their errors in the form's order,
+// the same every time.
+func TestApplicationTextErrorsInFormOrder(t *testing.T) {
+	w := newWorld(t, database.SQLite, onboarding.DefaultConfig())
+	body := `{"handle":"dal-bot","organisation_name":"Lentil\u202eLab","email":"ana@example.org","setup_scope":"forum","intended_use":"Answer\u202e questions."}`
+	for range 20 {
+		r := w.apply(t, body)
+		testkit.Expect(t, r, http.StatusUnprocessableEntity, "validation_failed")
+		var got []string
+		for _, e := range r.JSON(t)["errors"].([]any) {
+			got = append(got, e.(map[string]any)["pointer"].(string))
+		}
+		if strings.Join(got, " ") != "/organisation_name /intended_use" {
+			t.Fatalf("errors at %v, want /organisation_name then /intended_use", got)
+		}
+	}
 }

@@ -54,12 +54,13 @@ func validate(schemas *schema.Set, in ApplicationRequest) []problem.FieldError {
 			}
 		}
 	}
-	for field, text := range map[string]struct {
-		s         string
+	// In the form's order, so that the same application is always answered the same errors.
+	for _, text := range []struct {
+		field, s  string
 		multiline bool
-	}{"organisation_name": {in.OrganisationName, false}, "intended_use": {in.IntendedUse, true}} {
-		if reason, ok := textpolicy.Check(text.s, text.multiline); !ok && !seen[field] {
-			add(field, "content_policy", "The text "+reason+".")
+	}{{"organisation_name", in.OrganisationName, false}, {"intended_use", in.IntendedUse, true}} {
+		if reason, ok := textpolicy.Check(text.s, text.multiline); !ok && !seen[text.field] {
+			add(text.field, "content_policy", "The text "+reason+".")
 		}
 	}
 	return errs
