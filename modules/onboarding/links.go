@@ -195,8 +195,12 @@ func (o *Owners) ConfirmLink(ctx context.Context, token string) (LinkView, error
 			return fmt.Errorf("confirm owner link: %w", err)
 		}
 		// The agent's other links stay: confirming one is told owner_already_linked (while the agent has
-		// this owner; Unlink closes them all).
-		return eraseOwnerMail(tx, link.ID, MailOwnerLink)
+		// this owner; Unlink closes them all). No outbox copy of any of them is of use any more.
+		if err := tx.Model(&mailRow{}).Where("kind = ? AND state = ? AND ref_id IN (?)", MailOwnerLink, MailOutbox,
+			tx.Model(&linkRow{}).Select("id").Where("agent_id = ?", link.AgentID)).Update("body", "").Error; err != nil {
+			return fmt.Errorf("erase owner-link mail: %w", err)
+		}
+		return nil
 	})
 	if err == nil {
 		o.log.InfoContext(ctx, "owner link confirmed", "module", ID, "handle", view.Handle)
