@@ -160,6 +160,8 @@ func newEngine(name string, p listenersParams, ready gin.HandlerFunc, early ...g
 	if err := e.SetTrustedProxies(p.Config.TrustedProxies); err != nil {
 		return nil, fmt.Errorf("--trusted-proxies: %w", err)
 	}
+	// Only the header a proxy appends to: X-Real-IP, which gin also reads, may come from the client.
+	e.RemoteIPHeaders = []string{"X-Forwarded-For"}
 	e.Use(p.Tracing.middleware(name)...)
 	e.Use(requestID(), observe(name, p.Log, p.Metrics), recovery(p.Log))
 	e.Use(early...)

@@ -138,3 +138,28 @@ func TestPublicRateLimitPerIPv6Network(t *testing.T) {
 		}
 	}
 }
+
+// Behind a trusted proxy the client address is its X-Forwarded-For, never X-Real-IP, which a proxy
+// may pass along from the client as it came.
+func TestTrustedProxiesBelieveForwardedForOnly(t *testing.T) {
+	cfg := testConfig(t, "sqlite")
+	cfg.TrustedProxies = []string{"127.0.0.1", "::1"}
+	cfg.PublicRate, cfg.PublicBurst = 0.01, 1
+	r := start(t, cfg, discoveryOnly(t))
+	get := func(header, addr string) int {
+		return do(t, "GET", r.url(ListenerPublic, "/.well-known/svc"), map[string]string{header: addr}).status
+	}
+	for _, tc := range []struct {
+		header, addr string
+		want         int
+	}{
+		{"X-Forwarded-For", "203.0.113.1", http.StatusOK},
+		{"X-Forwarded-For", "203.0.113.2", http.StatusOK}, // another client
+		{"X-Real-IP", "203.0.113.3", http.StatusOK},       // the proxy's own address
+		{"X-Real-IP", "203.0.113.4", http.StatusTooManyRequests},
+	} {
+		if got := get(tc.header, tc.addr); got != tc.want {
+			t.Errorf("%s: %s: %d, want %d", tc.header, tc.addr, got, tc.want)
+		}
+	}
+}
