@@ -131,8 +131,8 @@ func TestMetricsCountCommittedWrites(t *testing.T) {
 	})
 }
 
-// TestPprofOnlyWhenSet: --pprof serves the profiles on the admin listener, and only there; without
-// it they are not found.
+// TestPprofOnlyWhenSet: --pprof serves the profiles on the admin listener, and only there (never the
+// command line); without it they are not found.
 func TestPprofOnlyWhenSet(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		t.Run(fmt.Sprint(on), func(t *testing.T) {
@@ -141,6 +141,8 @@ func TestPprofOnlyWhenSet(t *testing.T) {
 			r := start(t, cfg, allModules(t))
 			index := do(t, http.MethodGet, r.url(ListenerAdmin, "/debug/pprof/"), nil)
 			goroutines := do(t, http.MethodGet, r.url(ListenerAdmin, "/debug/pprof/goroutine?debug=1"), nil)
+			// The command line may hold secrets given as flags: never served.
+			checkProblem(t, do(t, http.MethodGet, r.url(ListenerAdmin, "/debug/pprof/cmdline"), nil), 404, "not_found")
 			if on {
 				if index.status != 200 || !bytes.Contains(index.body, []byte("goroutine")) {
 					t.Fatalf("index: %d %.200s", index.status, index.body)

@@ -10,11 +10,11 @@ import (
 const pprofPrefix = "/debug/pprof"
 
 // mountPprof serves net/http/pprof's index, its profiles and the execution trace under pprofPrefix.
-// A CPU profile or trace runs ?seconds= (30 by default) and must end within --write-timeout.
+// A CPU profile or trace runs ?seconds= (30 by default) and must end within --write-timeout. Not the
+// command line (/cmdline), whose flags may hold secrets (--cursor-key, a database URL's password).
 func mountPprof(r gin.IRouter) {
 	g := r.Group(pprofPrefix)
 	g.GET("/", gin.WrapF(pprof.Index))
-	g.GET("/cmdline", gin.WrapF(pprof.Cmdline))
 	g.GET("/profile", gin.WrapF(pprof.Profile))
 	g.GET("/symbol", gin.WrapF(pprof.Symbol))
 	g.POST("/symbol", gin.WrapF(pprof.Symbol))
