@@ -30,13 +30,9 @@ type Jobs struct{}
 
 // InsertTx writes the job's row on tx.
 func (Jobs) InsertTx(ctx context.Context, tx *gorm.DB, args river.JobArgs, opts *river.InsertOpts) error {
-	raw, err := json.Marshal(args)
+	row, err := jobRow(args, opts)
 	if err != nil {
-		return fmt.Errorf("encode job args: %w", err)
-	}
-	row := JobRow{Kind: args.Kind(), Args: string(raw)}
-	if opts != nil {
-		row.MaxAttempts = opts.MaxAttempts
+		return err
 	}
 	if err := tx.WithContext(ctx).Create(&row).Error; err != nil {
 		return fmt.Errorf("record test job: %w", err)
@@ -46,16 +42,24 @@ func (Jobs) InsertTx(ctx context.Context, tx *gorm.DB, args river.JobArgs, opts 
 
 // InsertIn adds the job's row to p, as one more step of the planned write.
 func (Jobs) InsertIn(p *port.Plan, args river.JobArgs, opts *river.InsertOpts) error {
+	row, err := jobRow(args, opts)
+	if err != nil {
+		return err
+	}
+	p.Add(p.Build().Create(&row), 1, nil)
+	return nil
+}
+
+func jobRow(args river.JobArgs, opts *river.InsertOpts) (JobRow, error) {
 	raw, err := json.Marshal(args)
 	if err != nil {
-		return fmt.Errorf("encode job args: %w", err)
+		return JobRow{}, fmt.Errorf("encode job args: %w", err)
 	}
-	attempts := 0
+	row := JobRow{Kind: args.Kind(), Args: string(raw)}
 	if opts != nil {
-		attempts = opts.MaxAttempts
+		row.MaxAttempts = opts.MaxAttempts
 	}
-	p.Exec(1, nil, "INSERT INTO testkit_jobs (kind, args, max_attempts) VALUES (?, ?, ?)", args.Kind(), string(raw), attempts)
-	return nil
+	return row, nil
 }
 
 // Job decodes a recorded job as a River job at attempt (1 is the first), for calling a worker's Work.

@@ -231,7 +231,7 @@ func intentOf(i intentRow) Intent {
 		CreatedAt: i.CreatedAt.UTC(), ExpiresAt: i.ExpiresAt.UTC(), ClaimedAt: utc(i.ClaimedAt), UpdatedAt: i.UpdatedAt.UTC()}
 }
 
-// grantsNow reports whether the match grants at now: open and inside its window.
+// later is the later of a and b.
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
@@ -239,6 +239,7 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
+// grantsNow reports whether the match grants at now: open and inside its window.
 func grantsNow(m matchRow, now time.Time) bool {
 	return m.State == MatchOpen && !now.Before(m.GrantsFrom) && now.Before(m.GrantsUntil)
 }

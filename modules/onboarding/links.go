@@ -196,8 +196,7 @@ func (o *Owners) ConfirmLink(ctx context.Context, token string) (LinkView, error
 		}
 		// The agent's other links stay: confirming one is told owner_already_linked (while the agent has
 		// this owner; Unlink closes them all). No outbox copy of any of them is of use any more.
-		if err := tx.Model(&mailRow{}).Where("kind = ? AND state = ? AND ref_id IN (?)", MailOwnerLink, MailOutbox,
-			tx.Model(&linkRow{}).Select("id").Where("agent_id = ?", link.AgentID)).Update("body", "").Error; err != nil {
+		if err := agentLinkMail(tx, link.AgentID).Where("state = ?", MailOutbox).Update("body", "").Error; err != nil {
 			return fmt.Errorf("erase owner-link mail: %w", err)
 		}
 		return nil
@@ -208,24 +207,23 @@ func (o *Owners) ConfirmLink(ctx context.Context, token string) (LinkView, error
 	return view, err
 }
 
-// closeLinks closes, on tx, the agent's links in one of states: their tokens stop working, and their
-// mail that has not gone out is cancelled and erased.
-func closeLinks(tx *gorm.DB, agentID string, states ...string) error {
-	var ids []string
-	if err := tx.Model(&linkRow{}).Where("agent_id = ? AND state IN ?", agentID, states).Pluck("id", &ids).Error; err != nil {
-		return fmt.Errorf("read the agent's owner links: %w", err)
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	if err := tx.Model(&linkRow{}).Where("id IN ?", ids).Updates(map[string]any{"state": LinkClosed, "token_hash": nil}).Error; err != nil {
+// closeLinks closes, on tx, every link of the agent that may still have a token (requested, sent or
+// confirmed): their tokens stop working, and their mail that has not gone out is cancelled and erased.
+func closeLinks(tx *gorm.DB, agentID string) error {
+	if err := tx.Model(&linkRow{}).Where("agent_id = ? AND state IN ?", agentID, []string{LinkRequested, LinkSent, LinkConfirmed}).
+		Updates(map[string]any{"state": LinkClosed, "token_hash": nil}).Error; err != nil {
 		return fmt.Errorf("close owner links: %w", err)
 	}
-	if err := tx.Model(&mailRow{}).Where("ref_id IN ? AND kind = ? AND state IN ?", ids, MailOwnerLink, []string{MailQueued, MailOutbox}).
+	if err := agentLinkMail(tx, agentID).Where("state IN ?", []string{MailQueued, MailOutbox}).
 		Updates(map[string]any{"state": MailCancelled, "body": ""}).Error; err != nil {
 		return fmt.Errorf("cancel owner-link mail: %w", err)
 	}
 	return nil
+}
+
+// agentLinkMail is, on tx, the owner-link mail of every link of the agent.
+func agentLinkMail(tx *gorm.DB, agentID string) *gorm.DB {
+	return tx.Model(&mailRow{}).Where("kind = ? AND ref_id IN (?)", MailOwnerLink, tx.Model(&linkRow{}).Select("id").Where("agent_id = ?", agentID))
 }
 
 func lockLink(tx *gorm.DB, id string) (linkRow, error) {

@@ -70,9 +70,10 @@ func parseSMTP(raw string) (smtpServer, error) {
 }
 
 // Mailer queues messages, each with the job that sends it, in the caller's transaction (or planned
-// write, EnqueueIn), so that a message exists exactly when the write that needs it commits. Whether it is sent or kept in the
-// outbox is the serving replica's decision (its --onboarding-smtp-url), never that of the process that
-// queued it: an operator's `svc admin` shell may lack the server's mail settings.
+// write, EnqueueIn), so that a message exists exactly when the write that needs it commits. Whether it
+// is sent or kept in the outbox is the serving replica's decision (its --onboarding-smtp-url), never
+// that of the process that queued it: an operator's `svc admin` shell may lack the server's mail
+// settings.
 type Mailer struct {
 	cfg   Config
 	jobs  port.Jobs

@@ -286,7 +286,8 @@ func alreadyLinked() *problem.Problem {
 }
 
 // Unlink removes the agent's owner (the operator's command); the drafts that owner left waiting are
-// withdrawn and their ciphertext deleted, and the agent's owner links closed. It reports whether the agent had an owner.
+// withdrawn and their ciphertext deleted, and the agent's owner links closed. It reports whether the
+// agent had an owner.
 func (o *Owners) Unlink(ctx context.Context, agentID string) (bool, error) {
 	had := false
 	err := o.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -303,7 +304,7 @@ func (o *Owners) Unlink(ctx context.Context, agentID string) (bool, error) {
 		}
 		// No link of before works afterwards: the confirmed one no longer shows the owner, and one
 		// still waiting would link the agent again.
-		if err := closeLinks(tx, agentID, LinkRequested, LinkSent, LinkConfirmed); err != nil {
+		if err := closeLinks(tx, agentID); err != nil {
 			return err
 		}
 		return closeDrafts(tx, agentID, DraftWithdrawn, o.clock.Now())
