@@ -31,15 +31,20 @@ func (e *Error) Error() string {
 	return "invalid payload: " + strings.Join(parts, "; ")
 }
 
-// Problem is the 422 answer to the refused payload.
+// Problem is the 422 answer to the refused payload: private_key_refused when a member holds a private
+// key, validation_failed otherwise.
 func (e *Error) Problem() *problem.Problem {
+	if e.PrivateKey() {
+		return e.keyProblem()
+	}
 	p := problem.New(problem.ValidationFailed, "The request body does not match its published schema.")
 	p.Errors = e.Errors
 	return p
 }
 
 // Decode validates raw against the named schema and decodes it into dst (a pointer to a struct whose
-// json tags name the schema's members exactly). It refuses, with pointer-level reasons: an empty body,
+// json tags name the schema's members exactly). It refuses, with pointer-level reasons: a member that
+// holds a private key by the schema's Keyword rules (alone, before any other reason), an empty body,
 // invalid JSON, invalid UTF-8 (lone surrogates included), duplicate member names, trailing data after
 // the value, every schema violation (unknown and case-variant members, wrong types, bounds, enums), and
 // any value the Go type cannot hold exactly. A refusal is a *Error; any other error is the caller's bug.
@@ -71,6 +76,15 @@ func (s *Set) Validate(name string, raw []byte) error {
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return decodeError(err)
+	}
+	// A private key is reported alone, whatever else is wrong: the sender learns at once that its key
+	// is exposed.
+	keys, err := s.checkKeys(name, inst)
+	if err != nil {
+		return err
+	}
+	if keys != nil {
+		return &Error{Errors: keys}
 	}
 	if err := sch.Validate(inst); err != nil {
 		var ve *jsonschema.ValidationError
@@ -106,6 +120,8 @@ func flatten(ve *jsonschema.ValidationError) []problem.FieldError {
 			for _, m := range k.Properties {
 				out = append(out, problem.FieldError{Pointer: at + "/" + EscapeToken(m), Code: "unknown_member", Message: "the member is not part of the schema (names are case-sensitive)"})
 			}
+		case *keyRefused:
+			out = append(out, problem.FieldError{Pointer: at, Code: string(problem.PrivateKeyRefused), Message: keyMessage})
 		case *kind.FalseSchema:
 			out = append(out, problem.FieldError{Pointer: at, Code: "unknown_member", Message: "the member is not allowed here"})
 		default:

@@ -1,6 +1,7 @@
 package schema_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -263,4 +264,73 @@ func TestRefusalsNeverEchoTheValue(t *testing.T) {
 			t.Errorf("no %s refusal among %v", code, got)
 		}
 	}
+}
+
+// The schemas' private-key rules (schema.Keyword) are checked before anything else and reported alone:
+// a key in a member whose format or pattern it also breaks, or inside a oneOf branch or a then, is
+// 422 private_key_refused at the member; a rule under not checks nothing; an unknown rule does not load.
+func TestPrivateKeyRules(t *testing.T) {
+	seedAndKey := strings.Repeat("AAAA", 21) + "AA=="                         // 64 zero bytes in base64
+	pem := "-----BEGIN PRIVATE KEY-----\nMC4CAQAw\n-----END PRIVATE KEY-----" // armour is enough
+	fsys := fstest.MapFS{"s/keys.schema.json": {Data: []byte(`{
+		"$schema": "https://json-schema.org/draft/2020-12/schema",
+		"type": "object", "additionalProperties": false, "required": ["when"],
+		"properties": {
+			"email": {"type": "string", "x-private-key": "value", "format": "email"},
+			"note": {"type": ["string", "null"], "x-private-key": "text", "maxLength": 5},
+			"when": {"type": "string", "x-private-key": "value", "format": "date-time"},
+			"list": {"type": "array", "items": {"$ref": "#/$defs/item"}},
+			"either": {"oneOf": [{"type": "integer"}, {"type": "string", "x-private-key": "value", "pattern": "^[a-z]+$"}]},
+			"blob": {"type": "string", "x-private-key": "bytes", "contentMediaType": "application/octet-stream"}
+		},
+		"$defs": {"item": {"type": "object", "properties": {"text": {"type": "string", "x-private-key": "text"}}}},
+		"not": {"required": ["blob", "note"], "properties": {"note": {"type": "string", "x-private-key": "value"}}}
+	}`)}}
+	set, err := schema.Load(fsys, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for body, want := range map[string][]string{
+		`{"email":"` + seedAndKey + `"}`:                                  {"/email"},
+		`{"when":"` + seedAndKey + `","email":"x"}`:                       {"/when"},
+		`{"note":` + quote(pem) + `,"extra":1}`:                           {"/note"},
+		`{"list":[{"text":"ok"},{"text":` + quote("my key: "+pem) + `}]}`: {"/list/1/text"},
+		`{"either":"` + seedAndKey + `","when":"x"}`:                      {"/either"},
+		`{"note":"` + seedAndKey + `","when":"2026-01-01T00:00:00Z"}`:     nil, // free text may quote 64 bytes
+		`{"blob":` + quote(pem) + `,"when":"2026-01-01T00:00:00Z"}`:       nil, // bytes are checked by their content
+	} {
+		err := set.Validate("keys", []byte(body))
+		var se *schema.Error
+		if want == nil {
+			if errors.As(err, &se) && se.PrivateKey() {
+				t.Errorf("%s: refused as a private key: %v", body, err)
+			}
+			continue
+		}
+		if !errors.As(err, &se) || !se.PrivateKey() {
+			t.Errorf("%s: %v, want a private-key refusal", body, err)
+			continue
+		}
+		var got []string
+		for _, e := range se.Errors {
+			got = append(got, e.Pointer)
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%s: refused at %v, want %v alone", body, got, want)
+		}
+		p := se.Problem()
+		if p.Code != problem.PrivateKeyRefused || p.Status != 422 || p.Extensions["pointer"] != want[0] {
+			t.Errorf("%s: problem %s %d %v", body, p.Code, p.Status, p.Extensions)
+		}
+	}
+
+	fsys["s/keys.schema.json"] = &fstest.MapFile{Data: []byte(`{"type": "string", "x-private-key": "prose"}`)}
+	if _, err := schema.Load(fsys, "s"); err == nil {
+		t.Error("a schema with an unknown private-key rule loads")
+	}
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

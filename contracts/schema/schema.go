@@ -28,9 +28,11 @@ const baseURL = "https://contracts.svc.invalid/contracts/schemas/"
 // Set is a compiled collection of schemas addressed by name ("conformance-request").
 type Set struct {
 	schemas map[string]*jsonschema.Schema
+	// keys holds each schema's private-key rules alone (Keyword), checked before the schema itself.
+	keys map[string]*jsonschema.Schema
 }
 
-// Load compiles every "<name>.schema.json" in dir of fsys.
+// Load compiles every "<name>.schema.json" in dir of fsys, and each one's private-key rules.
 func Load(fsys fs.FS, dir string) (*Set, error) {
 	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
@@ -39,6 +41,10 @@ func Load(fsys fs.FS, dir string) (*Set, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
+	kc, err := keyCompiler()
+	if err != nil {
+		return nil, err
+	}
 	var names []string
 	for _, e := range entries {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), Suffix) {
@@ -55,15 +61,21 @@ func Load(fsys fs.FS, dir string) (*Set, error) {
 		if err := c.AddResource(baseURL+e.Name(), doc); err != nil {
 			return nil, fmt.Errorf("add schema %s: %w", e.Name(), err)
 		}
+		if err := kc.AddResource(baseURL+e.Name(), keyRules(doc)); err != nil {
+			return nil, fmt.Errorf("add the private-key rules of schema %s: %w", e.Name(), err)
+		}
 		names = append(names, strings.TrimSuffix(e.Name(), Suffix))
 	}
-	s := &Set{schemas: make(map[string]*jsonschema.Schema, len(names))}
+	s := &Set{schemas: make(map[string]*jsonschema.Schema, len(names)), keys: make(map[string]*jsonschema.Schema, len(names))}
 	for _, n := range names {
 		sch, err := c.Compile(baseURL + n + Suffix)
 		if err != nil {
 			return nil, fmt.Errorf("compile schema %s: %w", n, err)
 		}
 		s.schemas[n] = sch
+		if s.keys[n], err = kc.Compile(baseURL + n + Suffix); err != nil {
+			return nil, fmt.Errorf("compile the private-key rules of schema %s: %w", n, err)
+		}
 	}
 	return s, nil
 }
