@@ -81,11 +81,10 @@ func rateLimited(detail string, retry int) *problem.Problem {
 }
 
 // Apply records an application from addr and queues the mail that confirms its address. Refusals are
-// 422 validation_failed (every field's reason), 409 handle_taken and 429.
+// 422 private_key_refused (a field holds a private key: nothing is stored), 422 validation_failed
+// (every field's reason), 409 handle_taken and 429.
 func (a *Applications) Apply(ctx context.Context, in ApplicationRequest, addr string) (Created, error) {
-	if errs := validate(a.schemas, in); len(errs) > 0 {
-		p := problem.New(problem.ValidationFailed, "The application is not complete: see errors.")
-		p.Errors = errs
+	if p := validate(a.schemas, in); p != nil {
 		return Created{}, p
 	}
 	if err := a.limit(ctx, "apply", addr); err != nil {

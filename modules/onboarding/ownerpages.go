@@ -150,6 +150,10 @@ func (p *OwnerPages) requestSignIn(c *gin.Context) {
 	case errors.As(err, &pr) && pr.Code == problem.ValidationFailed:
 		page.Error = "This is not a mail address: type it as name@example.org."
 		p.write(c, pr.Status, "owner-sign-in", page)
+	case errors.As(err, &pr) && pr.Code == problem.PrivateKeyRefused:
+		page.Email = ""
+		page.Error = "That was a private key, not a mail address, so it was not kept and is not shown again. Never give a private key to anyone, and make a new key: this one is no longer secret."
+		p.write(c, pr.Status, "owner-sign-in", page)
 	case errors.As(err, &pr) && pr.Code == problem.RateLimited:
 		secs, _ := pr.Extensions["retry_after_seconds"].(int)
 		c.Header("Retry-After", strconv.Itoa(max(secs, 1)))

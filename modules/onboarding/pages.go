@@ -98,11 +98,23 @@ func (p *Pages) submit(c *gin.Context) {
 		return
 	}
 	var pr *problem.Problem
-	if !errors.As(err, &pr) || (pr.Code != problem.ValidationFailed && pr.Code != problem.HandleTaken && pr.Code != problem.RateLimited) {
+	if !errors.As(err, &pr) || (pr.Code != problem.ValidationFailed && pr.Code != problem.HandleTaken &&
+		pr.Code != problem.RateLimited && pr.Code != problem.PrivateKeyRefused) {
 		p.site.Error(c, err)
 		return
 	}
 	page := applyPage{CSRF: nosurf.Token(c.Request), Values: in, Scopes: SetupScopes, Errors: map[string]string{}}
+	if pr.Code == problem.PrivateKeyRefused {
+		// The other fields are kept; a field that held a private key is emptied, never shown again.
+		for _, e := range pr.Errors {
+			field := strings.TrimPrefix(e.Pointer, "/")
+			page.Values = page.Values.without(field)
+			page.Errors[field] = e.Message
+		}
+		page.Notice = "The application was not sent: it held a private key, which was not kept. See the field marked below."
+		p.write(c, pr.Status, "apply", page)
+		return
+	}
 	if pr.Code == problem.RateLimited {
 		// What was typed is kept: the person sends it again later.
 		secs, _ := pr.Extensions["retry_after_seconds"].(int)

@@ -19,6 +19,23 @@ type ApplicationRequest struct {
 	IntendedUse      string `json:"intended_use"`
 }
 
+// without returns the application with field (a member name) emptied.
+func (in ApplicationRequest) without(field string) ApplicationRequest {
+	switch field {
+	case "handle":
+		in.Handle = ""
+	case "organisation_name":
+		in.OrganisationName = ""
+	case "email":
+		in.Email = ""
+	case "setup_scope":
+		in.SetupScope = ""
+	case "intended_use":
+		in.IntendedUse = ""
+	}
+	return in
+}
+
 // fieldHelp is what a person is told beside a field the schema refuses: the schema's own messages
 // are for programs.
 var fieldHelp = map[string]string{
@@ -31,11 +48,13 @@ var fieldHelp = map[string]string{
 
 // validate checks an application against its published schema (the one source of its rules; the form
 // is checked by the same schema as the API) and then the content policy of its texts, which a schema
-// cannot say. It returns a reason per field, by JSON pointer, in words a person understands.
-func validate(schemas *schema.Set, in ApplicationRequest) []problem.FieldError {
+// cannot say. It returns the refusal, with a reason per field by JSON pointer in words a person
+// understands, or nil: 422 private_key_refused when a field holds a private key (the schema's
+// x-private-key rules, before anything else), else 422 validation_failed.
+func validate(schemas *schema.Set, in ApplicationRequest) *problem.Problem {
 	raw, err := json.Marshal(in)
 	if err != nil {
-		return []problem.FieldError{{Pointer: "", Code: "invalid", Message: "The application could not be read."}}
+		return invalidApplication([]problem.FieldError{{Pointer: "", Code: "invalid", Message: "The application could not be read."}})
 	}
 	var errs []problem.FieldError
 	seen := map[string]bool{}
@@ -47,6 +66,13 @@ func validate(schemas *schema.Set, in ApplicationRequest) []problem.FieldError {
 	}
 	var se *schema.Error
 	if err := schemas.Validate("application-request", raw); errors.As(err, &se) {
+		if se.PrivateKey() {
+			p := se.Problem()
+			for i := range p.Errors {
+				p.Errors[i].Message = keyHelp
+			}
+			return p
+		}
 		for _, fe := range se.Errors {
 			field, _, _ := strings.Cut(strings.TrimPrefix(fe.Pointer, "/"), "/")
 			if help, ok := fieldHelp[field]; ok {
@@ -63,5 +89,17 @@ func validate(schemas *schema.Set, in ApplicationRequest) []problem.FieldError {
 			add(text.field, "content_policy", "The text "+reason+".")
 		}
 	}
-	return errs
+	if len(errs) > 0 {
+		return invalidApplication(errs)
+	}
+	return nil
+}
+
+// keyHelp is what a person is told beside a field that held a private key, which is not kept.
+const keyHelp = "This field held a private key, so it was not kept and is not shown again. Never give a private key to anyone, svc included, and make a new key: this one is no longer secret."
+
+func invalidApplication(errs []problem.FieldError) *problem.Problem {
+	p := problem.New(problem.ValidationFailed, "The application is not complete: see errors.")
+	p.Errors = errs
+	return p
 }
