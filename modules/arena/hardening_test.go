@@ -1,6 +1,7 @@
 package arena_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
@@ -68,3 +69,43 @@ func TestArenaHardening(t *testing.T) {
 // privateB64 is a 64-byte private key (seed and public key) in standard base64: what a careless client
 // might send for its session key.
 func privateB64(priv ed25519.PrivateKey) string { return base64.StdEncoding.EncodeToString(priv) }
+
+// A claim's declared_model is a whole value: a private key alone in it, the bare seed and public key
+// (64 bytes, in base64 or hex) included, is refused as such (422 private_key_refused at
+// /declared_model), never stored, echoed or shown to the operator: the intent stays unclaimed, and the
+// runner's next claim is the one that counts.
+func TestClaimRefusesABareKeyAsModel(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		t.Parallel()
+		cfg, _ := keyedConfig(t)
+		w := newWorld(t, dialect, cfg)
+		alice := agent("alice")
+		m := w.open(t, map[string]port.Principal{"north": alice})
+		intent := intentOf(t, m, "north")
+		runner := "01a23000-0000-7000-8000-000000000001"
+		w.polled(t, alice, runner)
+
+		seed := make([]byte, ed25519.SeedSize)
+		for i := range seed {
+			seed[i] = byte(7 * i)
+		}
+		priv := ed25519.NewKeyFromSeed(seed)
+		for _, key := range []string{privateB64(priv), base64.RawURLEncoding.EncodeToString(priv), hex.EncodeToString(priv)} {
+			r := w.claim(t, alice, intent, `{"runner_id":"`+runner+`","declared_model":"`+key+`"}`)
+			testkit.Expect(t, r, http.StatusUnprocessableEntity, string(problem.PrivateKeyRefused))
+			if p, _ := r.JSON(t)["pointer"].(string); p != "/declared_model" {
+				t.Fatalf("pointer %q; body %s", p, testkit.Short(r.Body))
+			}
+			if bytes.Contains(r.Body, []byte(key[:16])) {
+				t.Fatalf("the refusal echoes the key: %s", r.Body)
+			}
+		}
+		r := w.claim(t, alice, intent, `{"runner_id":"`+runner+`","declared_model":"model-x"}`)
+		if r.Status != http.StatusOK && r.Status != http.StatusCreated {
+			t.Fatalf("the claim after the refusals: %d %s", r.Status, testkit.Short(r.Body))
+		}
+		if got := r.JSON(t)["declared_model"]; got != "model-x" {
+			t.Fatalf("the claim holds declared_model %v: a refused claim was stored", got)
+		}
+	})
+}

@@ -248,12 +248,14 @@ func statusFor(row intentRow, in StatusRequest) (same bool, err error) {
 }
 
 // checkDeclaredModel applies the content policy to the one text a runner sends: it reaches the
-// operator's console, so no control or bidirectional characters, and never a private key.
+// operator's console, so no control or bidirectional characters, and never a private key. The schema's
+// rule (x-private-key "value") refuses a key first; this is the same rule, for a caller that did not
+// decode the claim against it: the field is a whole value, so a bare key alone in it counts too.
 func checkDeclaredModel(m *string) error {
 	if m == nil {
 		return nil
 	}
-	if privatekey.In(*m) {
+	if privatekey.Is(*m) || privatekey.In(*m) {
 		return problem.New(problem.PrivateKeyRefused, "declared_model holds a private key. Private keys are never accepted, in any form or place: make a new one.").With("pointer", "/declared_model")
 	}
 	if reason, ok := textpolicy.Check(*m, false); !ok {
