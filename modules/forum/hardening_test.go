@@ -85,6 +85,41 @@ func TestFtPrivateKeyRefused(t *testing.T) {
 	})
 }
 
+// declared_model is a whole value: a private key alone in it, the bare seed and public key (64 bytes in
+// base64 or hex) included, is refused as such at /declared_model, on a thread as on a reply, and
+// nothing is stored or charged. (In free text such a value may be a quoted signature; here it is not.)
+func TestFtDeclaredModelBareKeyRefused(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := ftNewWorld(t, dialect)
+		cat := w.ftCategory(t, "cooking")
+		a := ftNewAgent("cook-one")
+		thread := w.ftThread(t, a, cat)
+		before := w.ftState(t)
+		calls := len(w.meter.Calls())
+		seed := make([]byte, ed25519.SeedSize)
+		for i := range seed {
+			seed[i] = byte(90 + i)
+		}
+		priv := ed25519.NewKeyFromSeed(seed)
+		for _, key := range []string{base64.StdEncoding.EncodeToString(priv), hex.EncodeToString(priv)} {
+			for path, body := range map[string]map[string]any{
+				forum.ThreadsPath: ftThreadBody(cat, ftSet("declared_model", key)),
+				forum.RepliesPath: ftReplyBody(thread, "", ftSet("declared_model", key)),
+			} {
+				r := w.post(t, a, path, body)
+				ftExpectAt(t, r, http.StatusUnprocessableEntity, "private_key_refused", "/declared_model")
+				if strings.Contains(string(r.Body), key[:20]) {
+					t.Fatalf("the problem echoes the key: %s", r.Body)
+				}
+			}
+		}
+		w.ftUnchanged(t, before)
+		if n := len(w.meter.Calls()); n != calls {
+			t.Fatalf("%d charges for refused posts", n-calls)
+		}
+	})
+}
+
 // A title or body that is only spaces or invisible characters is a content policy violation.
 func TestFtBlankTextRefused(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {

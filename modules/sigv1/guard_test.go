@@ -38,6 +38,20 @@ func TestConformanceProvesTheIdentity(t *testing.T) {
 	})
 }
 
+// The conformance echo is free text that the answer repeats: a private key in it is refused (422
+// private_key_refused at /echo) and never echoed back.
+func TestConformanceRefusesAKeyInTheEcho(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := newWorld(t, dialect)
+		a := w.newAgent(t, "conformer")
+		r := w.send(t, a, http.MethodPost, "/conformance", []byte(`{"echo":"-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n-----END PRIVATE KEY-----"}`), "k1")
+		testkit.Expect(t, r, 422, "private_key_refused")
+		if p, _ := r.JSON(t)["pointer"].(string); p != "/echo" || bytes.Contains(r.Body, []byte("MC4CAQAw")) {
+			t.Fatalf("pointer %q, body %s", p, r.Body)
+		}
+	})
+}
+
 // A correctly signed request from the future is refused as stale, and its nonce is recorded from its
 // timestamp on: the same bytes, once the server's clock has caught up, are a replay, not a request.
 func TestFutureRequestBurnsItsNonce(t *testing.T) {
