@@ -215,7 +215,8 @@ func TestIdentityCommands(t *testing.T) {
 	if out := admin(t, env, "writes", "unfreeze"); out["scope"] != "all" || out["frozen"] != false {
 		t.Fatalf("unfreeze: %v", out)
 	}
-	if out := admin(t, env, "writes", "pause"); out["writes_paused"] != true {
+	// A switch command returns once the change is in force on every replica, and says from when.
+	if out := admin(t, env, "writes", "pause"); out["writes_paused"] != true || out["in_force_at"] == nil {
 		t.Fatalf("pause: %v", out)
 	}
 }

@@ -12,7 +12,9 @@ import (
 
 // Admin returns the operator's commands of WIRE.md section 8 that sigv1 owns: org, agent, key, gate
 // and writes. Each prints one JSON object with --json; list and show print tables for people
-// (admin_views.go).
+// (admin_views.go). A command that changes what the guard checks (a gate, a freeze, the pause, an
+// agent's state, a key's revocation) returns only once the change is in force on every replica
+// (awaitInForce), and prints from when: in_force_at.
 func Admin(invoke plugin.Invoke) []*cli.Command {
 	show := func(cmd *cli.Command, v any) error { return plugin.Print(cmd, cmd.Root().Writer, v) }
 	str := func(name, usage string) *cli.StringFlag {
@@ -91,7 +93,11 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 							if err != nil {
 								return err
 							}
-							return show(cmd, map[string]any{"key_id": k.ID, "state": k.State})
+							at, err := awaitInForce(ctx, r.clock)
+							if err != nil {
+								return err
+							}
+							return show(cmd, map[string]any{"key_id": k.ID, "state": k.State, "in_force_at": at})
 						})
 					},
 				},
@@ -131,7 +137,11 @@ func agentState(name, usage, state string, invoke plugin.Invoke, show printer) *
 				if err != nil {
 					return err
 				}
-				return show(cmd, map[string]any{"agent_id": a.ID, "state": a.State})
+				at, err := awaitInForce(ctx, r.clock)
+				if err != nil {
+					return err
+				}
+				return show(cmd, map[string]any{"agent_id": a.ID, "state": a.State, "in_force_at": at})
 			})
 		},
 	}
@@ -151,11 +161,15 @@ func gate(name string, open bool, invoke plugin.Invoke, show printer) *cli.Comma
 				if err := s.SetGate(ctx, channel, open); err != nil {
 					return err
 				}
+				at, err := awaitInForce(ctx, s.clock)
+				if err != nil {
+					return err
+				}
 				state := "closed"
 				if open {
 					state = "open"
 				}
-				return show(cmd, map[string]any{"channel": channel, "gate": state})
+				return show(cmd, map[string]any{"channel": channel, "gate": state, "in_force_at": at})
 			})
 		},
 	}
@@ -183,7 +197,11 @@ func freeze(name string, frozen bool, invoke plugin.Invoke, show printer) *cli.C
 				if err := s.SetFrozen(ctx, scope, id, frozen); err != nil {
 					return err
 				}
-				out := map[string]any{"scope": scope, "frozen": frozen}
+				at, err := awaitInForce(ctx, s.clock)
+				if err != nil {
+					return err
+				}
+				out := map[string]any{"scope": scope, "frozen": frozen, "in_force_at": at}
 				if scope != ScopeAll {
 					out[scope+"_id"] = id
 				}
@@ -206,7 +224,11 @@ func pause(name string, paused bool, invoke plugin.Invoke, show printer) *cli.Co
 				if err := s.SetPaused(ctx, paused); err != nil {
 					return err
 				}
-				return show(cmd, map[string]any{"writes_paused": paused})
+				at, err := awaitInForce(ctx, s.clock)
+				if err != nil {
+					return err
+				}
+				return show(cmd, map[string]any{"writes_paused": paused, "in_force_at": at})
 			})
 		},
 	}

@@ -10,5 +10,9 @@ func (g *Guard) UseMemory(m *Memory) { g.memory = m }
 // FailLoads makes every reload of m fail (or succeed again).
 func (m *Memory) FailLoads(fail bool) { m.failLoads.Store(fail) }
 
+// FailReloads makes every reload of m fail (or succeed again) while an unchanged version still
+// confirms the snapshot: a replica that lags behind a change.
+func (m *Memory) FailReloads(fail bool) { m.failReloads.Store(fail) }
+
 // Fresh reports whether m may be served from now.
 func (m *Memory) Fresh() bool { return m.fresh() != nil }

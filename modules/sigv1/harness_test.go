@@ -34,6 +34,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(adminProcessEnv); spec != "" {
+		os.Exit(adminProcess(spec))
+	}
 	dbtest.PrepareDocker()
 	dbtest.Main(m)
 }

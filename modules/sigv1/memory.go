@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/database"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -17,6 +18,28 @@ import (
 // StaleBound is the oldest a snapshot of the guard's memory may be to be served from: past it, the
 // guard reads the database per request until a reload succeeds.
 const StaleBound = time.Second
+
+// InForceDelay is how long after a change to the switches, an agent or a key commits it is in force on
+// every replica: a replica serves its snapshot only while a read of the version row that began less than
+// StaleBound ago confirmed it (fresh), and a read that begins after the commit sees the change, so every
+// snapshot without it has expired StaleBound after the commit, and from then on the replica answers
+// from a newer snapshot or from the database. The margin covers the difference between the rates of
+// two machines' clocks (a few parts per million) many times over.
+const InForceDelay = StaleBound + 100*time.Millisecond
+
+// awaitInForce waits until a change that committed before it was called is in force on every replica
+// (InForceDelay), and returns the moment, on clock, from which it is. The wait is on the process's own
+// monotonic clock, as the replicas' bound is on theirs.
+func awaitInForce(ctx context.Context, clock port.Clock) (time.Time, error) {
+	t := time.NewTimer(InForceDelay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return time.Time{}, fmt.Errorf("the change is made, but the command stopped before it was in force on every replica (which it is %s after the change): %w", InForceDelay, context.Cause(ctx))
+	case <-t.C:
+		return clock.Now().UTC(), nil
+	}
+}
 
 // PollInterval is how often the memory reads the version row: on SQLite it is how changes arrive;
 // on PostgreSQL it is the heartbeat that keeps the snapshot fresh and the way changes arrive while the
@@ -42,10 +65,11 @@ type Memory struct {
 	db  *gorm.DB
 	log *slog.Logger
 
-	snap      atomic.Pointer[snapshot]
-	wake      chan struct{}
-	listening atomic.Bool
-	failLoads atomic.Bool // tests: make every read of the version row fail
+	snap        atomic.Pointer[snapshot]
+	wake        chan struct{}
+	listening   atomic.Bool
+	failLoads   atomic.Bool // tests: make every read of the version row fail
+	failReloads atomic.Bool // tests: make every reload fail, while an unchanged version still confirms the snapshot
 
 	cancel context.CancelFunc
 	done   sync.WaitGroup
@@ -156,6 +180,9 @@ func (m *Memory) refreshOnce(ctx context.Context) error {
 		next.checked = start
 		m.snap.Store(&next)
 		return nil
+	}
+	if m.failReloads.Load() {
+		return errors.New("reloads fail (test)")
 	}
 	next := snapshot{local: local, checked: start, switches: map[string]bool{}, keys: map[string]identity{}}
 	// The version is read before the state, each statement seeing the latest commits: the state is at
