@@ -55,7 +55,12 @@ type world struct {
 
 func newWorld(t testing.TB, dialect string, cfg onboarding.Config) *world {
 	t.Helper()
-	db := dbtest.Open(t, dialect, onboarding.Migrations())
+	return newWorldOn(t, dbtest.Open(t, dialect, onboarding.Migrations()), cfg)
+}
+
+// newWorldOn is newWorld on db, a fresh database with the module's migrations applied.
+func newWorldOn(t testing.TB, db *gorm.DB, cfg onboarding.Config) *world {
+	t.Helper()
 	if err := db.AutoMigrate(&testkit.JobRow{}, &testkit.AgentRow{}); err != nil {
 		t.Fatal(err)
 	}

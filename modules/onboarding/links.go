@@ -45,7 +45,7 @@ func ownerless(db *gorm.DB, agentID string) error {
 // owner_already_linked, then the start limits (429), counted with the write, then the link and the job
 // that decides it. The request does the same work whatever the address: the job (LinkArgs) decides
 // whether an account has it and mails the confirmation only then, so neither the answer nor its
-// timing tells.
+// timing tells (TestOwnerLinkRequestIgnoresAccounts compares the statements; the README, the timing).
 func (o *Owners) PlanLink(plan *port.Plan, p port.Principal, email string) (int, any, error) {
 	plan.Check(func(ctx context.Context, db *gorm.DB) error { return ownerless(db, p.AgentID) },
 		"SELECT NOT EXISTS (SELECT 1 FROM "+agentOwnerRow{}.TableName()+" WHERE agent_id = ?)", p.AgentID)
