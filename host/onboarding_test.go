@@ -603,6 +603,26 @@ func TestOnboardingRedemptionRefusals(t *testing.T) {
 			checkProblem(t, s.redeem(t, enrolling(key), "unknown", redemptionBody(unknown, pub, handle)), http.StatusForbidden, "invitation_invalid")
 			nothingCreated(t)
 		})
+		// A redemption creates an agent: the operator's pause and service-wide freeze stop it as they
+		// stop every signed write (WIRE.md sections 4 and 8), before the invitation is looked at.
+		t.Run("writes paused", func(t *testing.T) {
+			admin(t, s.env, "writes", "pause")
+			t.Cleanup(func() { admin(t, s.env, "writes", "resume") })
+			res := s.redeem(t, enrolling(key), "paused", body)
+			p := checkProblem(t, res, http.StatusServiceUnavailable, "writes_unavailable")
+			if res.header.Get("Retry-After") != "30" || p["retry_after_seconds"] != float64(30) {
+				t.Errorf("Retry-After %q, retry_after_seconds %v: want 30, as every other write gets", res.header.Get("Retry-After"), p["retry_after_seconds"])
+			}
+			nothingCreated(t)
+		})
+		t.Run("writes frozen", func(t *testing.T) {
+			admin(t, s.env, "writes", "freeze")
+			t.Cleanup(func() { admin(t, s.env, "writes", "unfreeze") })
+			if p := checkProblem(t, s.redeem(t, enrolling(key), "frozen", body), http.StatusForbidden, "writes_frozen"); p["scope"] != "all" {
+				t.Errorf("scope %v, want all", p["scope"])
+			}
+			nothingCreated(t)
+		})
 		// After every refusal, the invitation still redeems: they consumed nothing.
 		t.Run("the invitation still redeems", func(t *testing.T) {
 			got := decodeBody(t, s.redeem(t, enrolling(key), "keeper", body), http.StatusCreated, "redemption-response")

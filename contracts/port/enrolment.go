@@ -33,7 +33,10 @@ type Enrolment interface {
 // Proof is a new agent's signed request whose headers were read.
 type Proof interface {
 	// Verify checks publicKey as registration does (422 private_key_refused, public_key_rejected), the
-	// signature under it (401 signature_mismatch), and records the nonce (409 nonce_replayed).
+	// signature under it (401 signature_mismatch), records the nonce, and refuses while the operator
+	// froze every write (403 writes_frozen) or paused them (503 writes_unavailable, with
+	// retry_after_seconds), as the guard refuses any signed write; then a used nonce (409
+	// nonce_replayed).
 	Verify(ctx context.Context, publicKey string) error
 }
 

@@ -2,6 +2,7 @@ package onboarding
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/urfave/cli/v3"
 
@@ -21,16 +22,21 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 			Usage: "review the applications people send at /onboarding",
 			Commands: []*cli.Command{
 				{
-					Name:  "list",
-					Usage: "list applications, oldest first (at most 1000): prints {\"applications\": [...]}",
-					Flags: []cli.Flag{&cli.StringFlag{Name: "status", Usage: "only pending, approved, rejected, redeemed or expired applications"}},
+					Name: "list",
+					Usage: "list applications, newest first: id, status, handle, organisation, email, whether it is confirmed, created " +
+						"(with --json {\"applications\": [...], \"more\", \"next_cursor\"})",
+					Flags: append([]cli.Flag{&cli.StringFlag{Name: "status", Usage: "only pending, approved, rejected, redeemed or expired applications"}}, plugin.ListFlags()...),
 					Action: func(ctx context.Context, cmd *cli.Command) error {
+						page, err := plugin.ReadListPage(cmd, "application")
+						if err != nil {
+							return err
+						}
 						return invoke(ctx, cmd, func(ctx context.Context, a *Applications) error {
-							list, err := a.List(ctx, cmd.String("status"))
+							list, next, err := a.List(ctx, cmd.String("status"), page)
 							if err != nil {
 								return err
 							}
-							return show(cmd, map[string]any{"applications": list})
+							return plugin.PrintList(cmd, "applications", list, next, applicationTable(list))
 						})
 					},
 				},
@@ -87,16 +93,21 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 			Name:  "mail",
 			Usage: "the mail to applicants and owners: queued, sent, given up, or kept in the outbox when no SMTP server is configured",
 			Commands: []*cli.Command{{
-				Name:  "list",
-				Usage: "list messages, oldest first (at most 1000): prints {\"mail\": [...]}; bodies are shown only for messages waiting in the outbox",
-				Flags: []cli.Flag{&cli.StringFlag{Name: "state", Usage: "only outbox, queued, sent, failed or cancelled messages"}},
+				Name: "list",
+				Usage: "list messages, newest first: id, kind, state, recipient, subject, attempts, created, sent " +
+					"(with --json {\"mail\": [...], \"more\", \"next_cursor\"}, where the bodies of messages waiting in the outbox are shown)",
+				Flags: append([]cli.Flag{&cli.StringFlag{Name: "state", Usage: "only outbox, queued, sent, failed or cancelled messages"}}, plugin.ListFlags()...),
 				Action: func(ctx context.Context, cmd *cli.Command) error {
+					page, err := plugin.ReadListPage(cmd, "mail")
+					if err != nil {
+						return err
+					}
 					return invoke(ctx, cmd, func(ctx context.Context, o *Outbox) error {
-						list, err := o.List(ctx, cmd.String("state"))
+						list, next, err := o.List(ctx, cmd.String("state"), page)
 						if err != nil {
 							return err
 						}
-						return show(cmd, map[string]any{"mail": list})
+						return plugin.PrintList(cmd, "mail", list, next, mailTable(list))
 					})
 				},
 			}},
@@ -165,4 +176,24 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 			}},
 		},
 	}
+}
+
+func applicationTable(apps []Application) plugin.Table {
+	t := plugin.Table{Header: []string{"APPLICATION_ID", "STATUS", "HANDLE", "ORGANISATION", "EMAIL", "CONFIRMED", "CREATED"}}
+	for _, a := range apps {
+		t.Add(a.ApplicationID, a.Status, a.Handle, a.OrganisationName, a.Email, strconv.FormatBool(a.EmailConfirmed), plugin.Stamp(a.CreatedAt))
+	}
+	return t
+}
+
+func mailTable(mail []Mail) plugin.Table {
+	t := plugin.Table{Header: []string{"MAIL_ID", "KIND", "STATE", "RECIPIENT", "SUBJECT", "ATTEMPTS", "CREATED", "SENT"}}
+	for _, m := range mail {
+		sent := ""
+		if m.SentAt != nil {
+			sent = plugin.Stamp(*m.SentAt)
+		}
+		t.Add(m.MailID, m.Kind, m.State, m.Recipient, m.Subject, strconv.Itoa(m.Attempts), plugin.Stamp(m.CreatedAt), sent)
+	}
+	return t
 }

@@ -43,7 +43,7 @@ func TestUnlinkClosesTheAgentsLinks(t *testing.T) {
 		testkit.Expect(t, w.askLink(t, pea, "ben@example.org"), http.StatusAccepted, "")
 		w.runLinks(t)
 		w.sendAll(t, 1)
-		list, err := w.outbox.List(ctx, "")
+		list, _, err := w.outbox.List(ctx, "", allOf("mail"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +61,7 @@ func TestUnlinkClosesTheAgentsLinks(t *testing.T) {
 		// The agent has its owner: no outbox copy of its links is of use any more.
 		mailWithLinks := func() {
 			t.Helper()
-			list, err := w.outbox.List(ctx, onboarding.MailOutbox)
+			list, _, err := w.outbox.List(ctx, onboarding.MailOutbox, allOf("mail"))
 			if err != nil {
 				t.Fatal(err)
 			}

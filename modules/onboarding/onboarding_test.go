@@ -44,13 +44,13 @@ func (w *world) lastMail(t testing.TB, kind, to string) onboarding.Mail {
 			t.Fatal(err)
 		}
 	}
-	list, err := w.outbox.List(context.Background(), "")
+	list, _, err := w.outbox.List(context.Background(), "", allOf("mail"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := len(list) - 1; i >= 0; i-- {
-		if list[i].Kind == kind && list[i].Recipient == to {
-			return list[i]
+	for _, m := range list { // newest first
+		if m.Kind == kind && m.Recipient == to {
+			return m
 		}
 	}
 	t.Fatalf("no %s mail to %s in %+v", kind, to, list)
@@ -102,7 +102,7 @@ func TestForm(t *testing.T) {
 		if cross.Status != http.StatusForbidden {
 			t.Fatalf("other origin: %d", cross.Status)
 		}
-		if list, err := w.apps.List(context.Background(), ""); err != nil || len(list) != 0 {
+		if list, _, err := w.apps.List(context.Background(), "", allOf("application")); err != nil || len(list) != 0 {
 			t.Fatalf("a refused form stored %v (%v)", list, err)
 		}
 
@@ -178,13 +178,13 @@ func TestForm(t *testing.T) {
 // mailTo returns the newest message to the address, without running any job.
 func (w *world) mailTo(t testing.TB, to string) onboarding.Mail {
 	t.Helper()
-	list, err := w.outbox.List(context.Background(), "")
+	list, _, err := w.outbox.List(context.Background(), "", allOf("mail"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := len(list) - 1; i >= 0; i-- {
-		if list[i].Recipient == to {
-			return list[i]
+	for _, m := range list { // newest first
+		if m.Recipient == to {
+			return m
 		}
 	}
 	t.Fatalf("no mail to %s", to)
@@ -193,7 +193,7 @@ func (w *world) mailTo(t testing.TB, to string) onboarding.Mail {
 
 func (w *world) only(t testing.TB) onboarding.Application {
 	t.Helper()
-	list, err := w.apps.List(context.Background(), "")
+	list, _, err := w.apps.List(context.Background(), "", allOf("application"))
 	if err != nil || len(list) != 1 {
 		t.Fatalf("applications: %v %v", list, err)
 	}
@@ -385,7 +385,7 @@ func TestRedemption(t *testing.T) {
 		k5, _ := newKey(t)
 		testkit.Expect(t, w.redeem(t, redemption(inv5, k5, "dal-five"), "ok"), http.StatusForbidden, string(problem.InvitationInvalid))
 		// dal-three's invitation ran out too, and dal-four's second application was never confirmed.
-		if list, err := w.apps.List(ctx, onboarding.StateExpired); err != nil || len(list) != 3 {
+		if list, _, err := w.apps.List(ctx, onboarding.StateExpired, allOf("application")); err != nil || len(list) != 3 {
 			t.Fatalf("expired applications: %+v %v", list, err)
 		}
 		_, inv6, err := w.apps.Approve(ctx, eid, "ops", "again")

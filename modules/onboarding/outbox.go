@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/problem"
 )
 
 // Outbox is the operator's view of the mail: what is waiting, sent or given up, and in a deployment
@@ -35,19 +38,21 @@ type Mail struct {
 
 var mailStates = []string{MailOutbox, MailQueued, MailSent, MailFailed, MailCancelled}
 
-// List returns the messages, oldest first (at most listMax), optionally of one state.
-func (o *Outbox) List(ctx context.Context, state string) ([]Mail, error) {
+// List returns a page of the messages, newest first, optionally of one state, and the cursor of the
+// next page (nil at the end).
+func (o *Outbox) List(ctx context.Context, state string, page plugin.ListPage) ([]Mail, *string, error) {
 	if state != "" && !slices.Contains(mailStates, state) {
-		return nil, fmt.Errorf("--state must be one of %s, got %q", strings.Join(mailStates, ", "), state)
+		return nil, nil, problem.Newf(problem.ValidationFailed, "--state must be one of %s, got %q", strings.Join(mailStates, ", "), state)
 	}
-	q := o.db.WithContext(ctx).Order("created_at, id").Limit(listMax)
+	q := o.db.WithContext(ctx)
 	if state != "" {
 		q = q.Where("state = ?", state)
 	}
 	var rows []mailRow
-	if err := q.Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("list mail: %w", err)
+	if err := page.Query(q, "created_at", "id").Find(&rows).Error; err != nil {
+		return nil, nil, fmt.Errorf("list mail: %w", err)
 	}
+	rows, next := plugin.Cut(page, rows, func(r mailRow) plugin.ListPosition { return plugin.ListPosition{CreatedAt: r.CreatedAt, ID: r.ID} })
 	out := make([]Mail, 0, len(rows))
 	for _, r := range rows {
 		if r.State != MailOutbox {
@@ -56,5 +61,5 @@ func (o *Outbox) List(ctx context.Context, state string) ([]Mail, error) {
 		out = append(out, Mail{MailID: r.ID, ApplicationID: r.ApplicationID, Kind: r.Kind, Recipient: r.Recipient, Subject: r.Subject,
 			Body: r.Body, State: r.State, Attempts: r.Attempts, LastError: r.LastError, CreatedAt: r.CreatedAt.UTC(), SentAt: utc(r.SentAt)})
 	}
-	return out, nil
+	return out, next, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/problem"
 )
 
@@ -42,30 +43,31 @@ func (a *Applications) view(row applicationRow) Application {
 		RedeemedAt: utc(row.RedeemedAt), CreatedAt: row.CreatedAt.UTC()}
 }
 
-// listMax bounds one listing.
-const listMax = 1000
-
-// List returns the applications, oldest first, optionally of one state.
-func (a *Applications) List(ctx context.Context, state string) ([]Application, error) {
+// List returns a page of the applications, newest first, optionally of one state, and the cursor of
+// the next page (nil at the end).
+func (a *Applications) List(ctx context.Context, state string, page plugin.ListPage) ([]Application, *string, error) {
 	if state != "" && !slices.Contains(States, state) {
-		return nil, fmt.Errorf("--status must be one of %s, got %q", strings.Join(States, ", "), state)
+		return nil, nil, problem.Newf(problem.ValidationFailed, "--status must be one of %s, got %q", strings.Join(States, ", "), state)
 	}
 	if err := a.expire(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	q := a.db.WithContext(ctx).Order("created_at, id").Limit(listMax)
+	q := a.db.WithContext(ctx)
 	if state != "" {
 		q = q.Where("state = ?", state)
 	}
 	var rows []applicationRow
-	if err := q.Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("list applications: %w", err)
+	if err := page.Query(q, "created_at", "id").Find(&rows).Error; err != nil {
+		return nil, nil, fmt.Errorf("list applications: %w", err)
 	}
+	rows, next := plugin.Cut(page, rows, func(r applicationRow) plugin.ListPosition {
+		return plugin.ListPosition{CreatedAt: r.CreatedAt, ID: r.ID}
+	})
 	out := make([]Application, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, a.view(r))
 	}
-	return out, nil
+	return out, next, nil
 }
 
 // Show returns one application.

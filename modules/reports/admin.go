@@ -37,18 +37,22 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 		Commands: []*cli.Command{
 			{
 				Name:  "list",
-				Usage: "list reports, oldest first (at most 1000): prints {\"reports\": [...]}",
-				Flags: []cli.Flag{
+				Usage: "list reports, newest first: id, status, target, reason, reporter, created (with --json {\"reports\": [...], \"more\", \"next_cursor\"})",
+				Flags: append([]cli.Flag{
 					&cli.StringFlag{Name: "status", Usage: "only open, dismissed or actioned reports"},
 					&cli.StringFlag{Name: "target", Usage: "only the reports of this thread or reply id"},
-				},
+				}, plugin.ListFlags()...),
 				Action: func(ctx context.Context, cmd *cli.Command) error {
+					page, err := plugin.ReadListPage(cmd, "report")
+					if err != nil {
+						return err
+					}
 					return invoke(ctx, cmd, func(ctx context.Context, m *Moderator) error {
-						rs, err := m.List(ctx, cmd.String("status"), cmd.String("target"))
+						rs, next, err := m.List(ctx, cmd.String("status"), cmd.String("target"), page)
 						if err != nil {
 							return err
 						}
-						return show(cmd, map[string]any{"reports": rs})
+						return plugin.PrintList(cmd, "reports", rs, next, reportTable(rs))
 					})
 				},
 			},
@@ -70,4 +74,12 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 			decide("action", "act on an open report: the content is hidden (removed by moderation) and the report closed", ActionAction),
 		},
 	}}
+}
+
+func reportTable(rs []Report) plugin.Table {
+	t := plugin.Table{Header: []string{"REPORT_ID", "STATUS", "TARGET", "TARGET_ID", "REASON", "REPORTER", "CREATED"}}
+	for _, r := range rs {
+		t.Add(r.ReportID, r.Status, r.TargetKind, r.TargetID, r.ReasonCode, r.ReporterAgentID, plugin.Stamp(r.CreatedAt))
+	}
+	return t
 }

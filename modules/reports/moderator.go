@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
 )
@@ -55,12 +56,13 @@ type Decision struct {
 	At     time.Time `json:"at"`
 }
 
-// List returns reports, oldest first, of one status and one target when given.
-func (m *Moderator) List(ctx context.Context, status, target string) ([]Report, error) {
-	q := m.db.WithContext(ctx).Order("created_at, id")
+// List returns a page of reports, newest first, of one status and one target when given, and the
+// cursor of the next page (nil at the end).
+func (m *Moderator) List(ctx context.Context, status, target string, page plugin.ListPage) ([]Report, *string, error) {
+	q := m.db.WithContext(ctx)
 	if status != "" {
 		if status != StatusOpen && status != StatusDismissed && status != StatusActioned {
-			return nil, problem.Newf(problem.ValidationFailed, "--status is open, dismissed or actioned, not %q", status)
+			return nil, nil, problem.Newf(problem.ValidationFailed, "--status is open, dismissed or actioned, not %q", status)
 		}
 		q = q.Where("status = ?", status)
 	}
@@ -68,10 +70,12 @@ func (m *Moderator) List(ctx context.Context, status, target string) ([]Report, 
 		q = q.Where("target_id = ?", target)
 	}
 	var rows []reportRow
-	if err := q.Limit(1000).Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("list reports: %w", err)
+	if err := page.Query(q, "created_at", "id").Find(&rows).Error; err != nil {
+		return nil, nil, fmt.Errorf("list reports: %w", err)
 	}
-	return m.views(ctx, m.db, rows)
+	rows, next := plugin.Cut(page, rows, func(r reportRow) plugin.ListPosition { return plugin.ListPosition{CreatedAt: r.CreatedAt, ID: r.ID} })
+	out, err := m.views(ctx, m.db, rows)
+	return out, next, err
 }
 
 // Show returns one report.

@@ -161,7 +161,7 @@ func TestReports(t *testing.T) {
 			http.StatusUnprocessableEntity, string(problem.PrivateKeyRefused))
 
 		// The operator: two open reports of the reply; one acted on hides it, the other is dismissed.
-		open, err := w.moderator.List(context.Background(), reports.StatusOpen, reply)
+		open, _, err := w.moderator.List(context.Background(), reports.StatusOpen, reply, plugin.ListPage{List: "report", Limit: 10})
 		if err != nil || len(open) != 2 {
 			t.Fatalf("open reports of the reply: %v, %v", open, err)
 		}
@@ -190,7 +190,7 @@ func TestReports(t *testing.T) {
 		if _, err := w.moderator.Show(context.Background(), uuid.Must(uuid.NewV7()).String()); !isProblem(err, problem.NotFound) {
 			t.Fatalf("show of no report: %v", err)
 		}
-		if _, err := w.moderator.List(context.Background(), "closed", ""); !isProblem(err, problem.ValidationFailed) {
+		if _, _, err := w.moderator.List(context.Background(), "closed", "", plugin.ListPage{List: "report", Limit: 10}); !isProblem(err, problem.ValidationFailed) {
 			t.Fatalf("list of an unknown status: %v", err)
 		}
 		// With its report closed, the reporter may report the same post again.

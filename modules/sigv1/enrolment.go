@@ -16,16 +16,18 @@ import (
 
 // Enrolment admits new agents by proof of possession of their key (port.Enrolment): the same
 // envelope, freshness, key and nonce checks as the guard's, with the key taken from the request
-// instead of the registry.
+// instead of the registry, and the same operator's switches on writes: an enrolment creates an agent.
 type Enrolment struct {
 	registry *Registry
 	nonces   *Nonces
+	switches *Switches
+	memory   *Memory // the guard's, where the agent plane is served; nil reads the switches from the database
 	clock    port.Clock
 }
 
-// NewEnrolment returns the enrolment over the registry.
-func NewEnrolment(registry *Registry, nonces *Nonces, clock port.Clock) *Enrolment {
-	return &Enrolment{registry: registry, nonces: nonces, clock: clock}
+// NewEnrolment returns the enrolment over the registry and the operator's switches.
+func NewEnrolment(registry *Registry, nonces *Nonces, switches *Switches, clock port.Clock) *Enrolment {
+	return &Enrolment{registry: registry, nonces: nonces, switches: switches, clock: clock}
 }
 
 // Proof reads a new agent's envelope: its headers, the all-zero agent id and the key id "new", and the
@@ -58,8 +60,9 @@ type proof struct {
 	at  time.Time
 }
 
-// Verify checks the key as registration does, the signature under it and the nonce. Nonces of new
-// agents share the all-zero agent id: they are random, and a replay is refused whoever sends it.
+// Verify checks the key as registration does, the signature under it and the nonce, then whether
+// writes may run now. Nonces of new agents share the all-zero agent id: they are random, and a replay
+// is refused whoever sends it.
 func (p *proof) Verify(ctx context.Context, publicKey string) error {
 	if privatekey.Is(publicKey) {
 		return problem.New(problem.PrivateKeyRefused, "public_key holds a private key: send the public key only, and keep the private key where it was made").With("pointer", "/public_key")
@@ -74,6 +77,17 @@ func (p *proof) Verify(ctx context.Context, publicKey string) error {
 	fresh, err := p.e.nonces.Record(ctx, p.env.AgentID, p.env.Nonce, p.at)
 	if err != nil {
 		return err
+	}
+	// An enrolment creates an agent, so it is a signed write: the service-wide freeze (403
+	// writes_frozen) and the pause (503 writes_unavailable) stop it as the guard stops every other,
+	// after the signature and before a replay, in WIRE.md's order. The nonce is used either way. It
+	// has no agent or organisation yet, so only the service-wide switches apply.
+	block, err := writeBlock(ctx, p.e.memory, p.e.switches, "", "")
+	if err != nil {
+		return err
+	}
+	if block != nil {
+		return block
 	}
 	if !fresh {
 		return problem.Newf(problem.NonceReplayed, "This %s was already used; sign every request, retries included, with a new nonce.", HeaderNonce)

@@ -26,7 +26,11 @@ func Module() fx.Option {
 		// port.Enrolment and keep limits shared by every replica through port.Limits.
 		fx.Provide(func(r *Registry) port.Directory { return r }),
 		fx.Provide(
-			func(r *Registry, n *Nonces, clock port.Clock) port.Enrolment { return NewEnrolment(r, n, clock) },
+			func(r *Registry, n *Nonces, s *Switches, m *Memory, clock port.Clock) port.Enrolment {
+				e := NewEnrolment(r, n, s, clock)
+				e.memory = m
+				return e
+			},
 			func(l *Limiter, clock port.Clock) port.Limits { return limits{l: l, clock: clock} },
 		),
 		fx.Provide(
