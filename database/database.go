@@ -229,6 +229,12 @@ func Open(url string, o Options) (*gorm.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", dialect, err)
 	}
+	if dialect == Postgres {
+		// gorm's PostgreSQL dialector opens the pool itself (with its time zone handling); each call
+		// on it is bounded by its request's budget from here (budgetPool).
+		db.ConnPool = budgetPool{db: sqlDB}
+		db.Statement.ConnPool = db.ConnPool
+	}
 	sqlDB.SetMaxOpenConns(o.MaxOpenConns)
 	sqlDB.SetMaxIdleConns(o.MaxIdleConns)
 	sqlDB.SetConnMaxLifetime(o.ConnMaxLifetime)

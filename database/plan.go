@@ -2,6 +2,7 @@ package database
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strconv"
@@ -251,6 +252,7 @@ func runBatch(ctx context.Context, db *gorm.DB, steps []port.Step) (failed int, 
 		}
 		span.End()
 	}()
+	ctx = bounded(ctx)
 	if _, ok := ctx.Deadline(); !ok && db.Config.DefaultTransactionTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, db.Config.DefaultTransactionTimeout)
@@ -265,17 +267,33 @@ func runBatch(ctx context.Context, db *gorm.DB, steps []port.Step) (failed int, 
 		return 0, fmt.Errorf("run write: %w", err)
 	}
 	defer conn.Close()
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("run write: %w", err) // the client left before anything was sent
+	}
+	// From here the batch runs to its end whether or not the client is still there (its deadline
+	// still holds): cut short, the connection would be closed under a transaction the server still
+	// runs, which holds the nonce's, the key's and the windows' rows until it notices, and the write's
+	// outcome would be unknown, its key held until its lease ended.
+	sent, cancel := Detached(ctx)
+	defer cancel()
 	failed = -1
-	err = conn.Raw(func(driverConn any) error {
+	err = conn.Raw(func(driverConn any) (err error) {
 		c, ok := driverConn.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("run write: the PostgreSQL driver connection is a %T", driverConn)
 		}
+		defer func() {
+			// A connection whose transaction state is not known to be idle never goes back to the
+			// pool: database/sql closes it, and the server rolls back what it left.
+			if pc := c.Conn().PgConn(); pc.IsClosed() || pc.TxStatus() != 'I' {
+				err = errors.Join(err, driver.ErrBadConn)
+			}
+		}()
 		b := &pgx.Batch{}
 		for _, s := range steps {
 			b.Queue(checkedSQL(s), s.Vars...)
 		}
-		br := c.Conn().SendBatch(ctx, b)
+		br := c.Conn().SendBatch(sent, b)
 		for i, s := range steps {
 			if err := readStep(br, s); err != nil {
 				var pe *pgconn.PgError

@@ -109,6 +109,7 @@ func (p *sqlitePool) queued(ctx context.Context, call func(ctx context.Context) 
 }
 
 func (p *sqlitePool) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error) {
+	ctx = bounded(ctx)
 	if opts != nil && opts.ReadOnly {
 		return p.db.BeginTx(ctx, opts)
 	}
@@ -121,6 +122,7 @@ func (p *sqlitePool) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx,
 }
 
 func (p *sqlitePool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx = bounded(ctx)
 	if !mayWrite(query) {
 		return p.db.ExecContext(ctx, query, args...)
 	}
@@ -133,6 +135,7 @@ func (p *sqlitePool) ExecContext(ctx context.Context, query string, args ...any)
 }
 
 func (p *sqlitePool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	ctx = bounded(ctx)
 	if !mayWrite(query) {
 		return p.db.QueryContext(ctx, query, args...)
 	}
@@ -145,6 +148,7 @@ func (p *sqlitePool) QueryContext(ctx context.Context, query string, args ...any
 }
 
 func (p *sqlitePool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx = bounded(ctx)
 	if !mayWrite(query) {
 		return p.db.QueryRowContext(ctx, query, args...)
 	}
@@ -163,7 +167,7 @@ func (p *sqlitePool) QueryRowContext(ctx context.Context, query string, args ...
 
 // PrepareContext prepares on the pool: the statement queues in the driver each time it runs.
 func (p *sqlitePool) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	return p.db.PrepareContext(ctx, query)
+	return p.db.PrepareContext(bounded(ctx), query)
 }
 
 // GetDBConn is the pool's *sql.DB, as gorm's DB() returns it.

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+	"go.uber.org/fx"
 	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/plugin"
@@ -42,11 +43,14 @@ type forumBench struct {
 	orgID    string
 	threadID string
 	matches  *arena.Matches
+	ls       *Listeners
+	app      *fx.App
+	url      string // the database's
 }
 
-func newForumBench(b testing.TB) *forumBench {
+func newForumBench(b testing.TB, tweaks ...func(*Config)) *forumBench {
 	b.Helper()
-	return newServiceBench(b, dbtest.URL(b, database.Postgres))
+	return newServiceBench(b, dbtest.URL(b, database.Postgres), tweaks...)
 }
 
 func (fb *forumBench) request(b testing.TB, path, key, body string) *http.Request {

@@ -163,7 +163,7 @@ func newEngine(name string, p listenersParams, ready gin.HandlerFunc, early ...g
 	// Only the header a proxy appends to: X-Real-IP, which gin also reads, may come from the client.
 	e.RemoteIPHeaders = []string{"X-Forwarded-For"}
 	e.Use(p.Tracing.middleware(name)...)
-	e.Use(requestID(), observe(name, p.Log, p.Metrics), recovery(p.Log))
+	e.Use(requestID(), observe(name, p.Log, p.Metrics), recovery(p.Log), dbBudget(p.Config.DB.Timeout))
 	e.Use(early...)
 	e.Use(negotiate())
 	e.NoRoute(notFound)

@@ -21,6 +21,7 @@ import (
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/render"
 	"github.com/svcforum/svc/contracts/site"
+	"github.com/svcforum/svc/database"
 )
 
 // RequestIDHeader carries the request's ID both ways.
@@ -54,6 +55,18 @@ func (idRandom) Read(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// dbBudget gives each request one deadline for all its database work (database.WithBudget): a
+// request whose database stopped answering gets its 503 when that deadline passes, however many
+// calls it had left to make.
+func dbBudget(timeout time.Duration) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		ctx, end := database.WithBudget(c.Request.Context(), timeout)
+		defer end()
+		c.Request = c.Request.WithContext(ctx)
+		c.Next()
+	}
 }
 
 // commitHooks gives each signed write its list of commit hooks (port.OnCommit), so that what a write

@@ -88,3 +88,41 @@ func TestReadinessTimesOut(t *testing.T) {
 		t.Fatalf("body %s", res.body)
 	}
 }
+
+// /health/ready turns 503, naming the database, while another process holds SQLite's write lock (the
+// service could read, but no signed request could record its nonce), and 200 once it lets go.
+func TestReadinessNeedsTheWriteLock(t *testing.T) {
+	cfg := testConfig(t, database.SQLite)
+	r := start(t, cfg, allModules(t))
+	ready := r.url(ListenerPublic, "/health/ready")
+	if res := do(t, "GET", ready, nil); res.status != 200 {
+		t.Fatalf("ready before: %d %s", res.status, res.body)
+	}
+	// Another process's connection: outside this process's write queue, as sqlite3 or a second svc
+	// would be.
+	other, err := sql.Open("sqlite", strings.TrimPrefix(cfg.DatabaseURL, "sqlite:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	ctx := context.Background()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	res := do(t, "GET", ready, nil)
+	p := checkProblem(t, res, 503, "not_ready")
+	if !strings.Contains(p["detail"].(string), "database") {
+		t.Fatalf("503 does not name the database: %s", res.body)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if res := do(t, "GET", ready, nil); res.status != 200 {
+		t.Fatalf("ready once the lock is free: %d %s", res.status, res.body)
+	}
+}

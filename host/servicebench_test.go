@@ -23,7 +23,7 @@ import (
 // newServiceBench starts the whole service on the database at databaseURL (either dialect) with one
 // agent, a funded wallet, a category and a thread, its engines served in process,
 // counting its round trips (forumBench.rt, on PostgreSQL); the rate limits are lifted.
-func newServiceBench(b testing.TB, databaseURL string) *forumBench {
+func newServiceBench(b testing.TB, databaseURL string, tweaks ...func(*Config)) *forumBench {
 	b.Helper()
 	cfg := DefaultConfig()
 	cfg.DatabaseURL = databaseURL
@@ -35,8 +35,13 @@ func newServiceBench(b testing.TB, databaseURL string) *forumBench {
 	cfg.Settings = benchSettings{settings{testSettings(), map[string]any{"arena-grant-key": grantKey, "media-dir": b.TempDir()}}}
 	cfg.CursorKeys = testCursorKey
 	cfg.PublicRate, cfg.PublicBurst = 1e9, 1e9
+	// Loopback ports of its own: tests serve the agent plane over TCP too (forumBench.ls).
+	cfg.PublicAddr, cfg.AgentEdgeAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	rt := &roundTrips{}
 	cfg.DB.Tracer, cfg.ReadDB.Tracer = rt, rt
+	for _, tweak := range tweaks {
+		tweak(&cfg)
+	}
 	var (
 		ls       *Listeners
 		db       *gorm.DB
@@ -54,7 +59,7 @@ func newServiceBench(b testing.TB, databaseURL string) *forumBench {
 	}
 	b.Cleanup(func() { _ = app.Stop(context.Background()) })
 
-	fb := &forumBench{db: db, rt: rt, matches: matches}
+	fb := &forumBench{db: db, rt: rt, matches: matches, ls: ls, app: app, url: databaseURL}
 	for _, s := range ls.servers {
 		switch s.name {
 		case ListenerAgentEdge:
