@@ -476,3 +476,62 @@ func TestMediaStatusTimeoutAndRateLimitAreDeclared(t *testing.T) {
 		agentDoc.check(t, req, nil, res)
 	}
 }
+
+// An upload that fails through the service's fault is refunded, and one the agent's file broke is not
+// (WIRE.md section 9), through the assembled service with its job runner: with storage that keeps
+// originals but no variants and one attempt per upload, a good JPEG fails storage_unavailable and its
+// charge comes back once, as a refund in the agent's usage and credits in its wallet; a truncated one
+// fails undecodable and keeps its charge.
+func TestMediaFailedUploadIsRefunded(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		cfg := mediaConfig(t, dialect)
+		dir := t.TempDir()
+		// A file where the variants' directory would be: every variant fails to be stored.
+		if err := os.WriteFile(filepath.Join(dir, "variants"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Settings = intSettings{settings{testSettings(), map[string]any{"media-dir": dir}}, map[string]int{"media-attempts": 1}}
+		env := map[string]string{"SVC_DATABASE_URL": cfg.DatabaseURL}
+		id := provision(t, env, "refunded")
+		publish(t, env, wirePricing)
+		credit(t, env, id.orgID, 100)
+		r := start(t, cfg, allModules(t))
+		agent := "http://" + r.listeners.Addr(ListenerAgentEdge)
+
+		accepted := decodeBody(t, multipartUpload(t, id, agent, "up-good", testkit.JPEG(t, 64, 64), 10), http.StatusAccepted, "media-upload-accepted")
+		charge := accepted["charge"].(map[string]any)
+		if charge["balance"] != float64(97) {
+			t.Fatalf("charge %v", charge)
+		}
+		st := awaitProcessed(t, id, agent, accepted["asset_id"].(string), time.Minute)
+		if st["status"] != "failed" || st["failure_code"] != "storage_unavailable" {
+			t.Fatalf("the upload: %v", st)
+		}
+		usage := decodeBody(t, signedGet(t, id, agent, "/usage"), 200, "usage-response")
+		events := usage["events"].([]any)
+		refund := events[0].(map[string]any)
+		if len(events) != 2 || refund["kind"] != "refund" || refund["refund_of"] != charge["usage_event_id"] ||
+			refund["price"] != float64(3) || refund["resource_id"] != accepted["asset_id"] || refund["operation"] != "media_upload" {
+			t.Fatalf("usage after the failed upload: %v", usage)
+		}
+		if w := decodeBody(t, signedGet(t, id, agent, "/wallet"), 200, "wallet-response"); w["balance"] != float64(100) {
+			t.Fatalf("wallet after the refund: %v", w)
+		}
+
+		broken := decodeBody(t, multipartUpload(t, id, agent, "up-broken", testkit.Truncated(t), 10), http.StatusAccepted, "media-upload-accepted")
+		st = awaitProcessed(t, id, agent, broken["asset_id"].(string), time.Minute)
+		if st["status"] != "failed" || st["failure_code"] != "undecodable" {
+			t.Fatalf("the broken upload: %v", st)
+		}
+		if w := decodeBody(t, signedGet(t, id, agent, "/wallet"), 200, "wallet-response"); w["balance"] != float64(97) {
+			t.Fatalf("wallet after the undecodable upload: %v", w)
+		}
+		db := openDB(t, cfg.DatabaseURL)
+		if n := countRows(t, db, "billing_usage_events", "kind = ?", "refund"); n != 1 {
+			t.Fatalf("%d refunds, want 1", n)
+		}
+		if n := countRows(t, db, "billing_ledger", "kind = ?", "refund"); n != 1 {
+			t.Fatalf("%d refunds in the ledger, want 1", n)
+		}
+	})
+}
