@@ -397,3 +397,141 @@ func TestMediaSlowBodyIs408(t *testing.T) {
 		t.Fatalf("a stalled upload left %d rows", n)
 	}
 }
+
+// intSettings are settings with some integer settings overridden.
+type intSettings struct {
+	settings
+	ints map[string]int
+}
+
+func (s intSettings) Int(name string) int {
+	if v, ok := s.ints[name]; ok {
+		return v
+	}
+	return s.settings.Int(name)
+}
+
+// The status of an upload answers what its operation in the agent plane's document declares (spec
+// section 7 lists 408 for "media upload and status", and 429 for "media"): a GET whose body stops
+// arriving is 408 request_timeout once the listener's read timeout has passed, even with a write
+// timeout no longer than it, and an agent past its request limit gets 429 rate_limited.
+func TestMediaStatusTimeoutAndRateLimitAreDeclared(t *testing.T) {
+	cfg := mediaConfig(t, dbtest.Dialects[0])
+	cfg.Settings = intSettings{settings{testSettings(), map[string]any{"media-dir": t.TempDir()}}, map[string]int{"sigv1-attempts-per-window": 2}}
+	// As by default, the write timeout is no longer than the read timeout: both run out together.
+	cfg.HTTP.Read, cfg.HTTP.Write = time.Second, time.Second
+	env := map[string]string{"SVC_DATABASE_URL": cfg.DatabaseURL}
+	id := provision(t, env, "poller")
+	r := start(t, cfg, allModules(t))
+	agentDoc := loadServed(t, "http://"+r.listeners.Addr(ListenerPublic)+"/contracts/openapi/agent.json")
+	addr := r.listeners.Addr(ListenerAgentEdge)
+	path := plugin.AgentPrefix + "/media/uploads/0190a000-0000-7000-8000-000000000000"
+
+	// A body sent with the GET (it takes none) that stops half-way.
+	body := []byte(`{"a GET takes no body, and this one never ends":true}`)
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := id.signer.Sign(req); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var head bytes.Buffer
+	fmt.Fprintf(&head, "GET %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n", path, addr, len(body))
+	_ = req.Header.Write(&head)
+	head.WriteString("\r\n")
+	head.Write(body[:len(body)/2])
+	if _, err := conn.Write(head.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		t.Fatalf("no answer to a GET whose body stalled: %v", err)
+	}
+	raw, _ := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	timedOut := response{res.StatusCode, res.Header, raw}
+	checkProblem(t, timedOut, http.StatusRequestTimeout, "request_timeout")
+	agentDoc.check(t, req, body, timedOut)
+
+	// Two polls within the limit, then 429.
+	for i, want := range []int{http.StatusNotFound, http.StatusNotFound, http.StatusTooManyRequests} {
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := id.signer.Sign(req); err != nil {
+			t.Fatal(err)
+		}
+		res := send(t, req)
+		if res.status != want {
+			t.Fatalf("poll %d: %d, want %d: %s", i+1, res.status, want, res.body)
+		}
+		agentDoc.check(t, req, nil, res)
+	}
+}
+
+// An upload that fails through the service's fault is refunded, and one the agent's file broke is not
+// (WIRE.md section 9), through the assembled service with its job runner: with storage that keeps
+// originals but no variants and one attempt per upload, a good JPEG fails storage_unavailable and its
+// charge comes back once, as a refund in the agent's usage and credits in its wallet; a truncated one
+// fails undecodable and keeps its charge.
+func TestMediaFailedUploadIsRefunded(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		cfg := mediaConfig(t, dialect)
+		dir := t.TempDir()
+		// A file where the variants' directory would be: every variant fails to be stored.
+		if err := os.WriteFile(filepath.Join(dir, "variants"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Settings = intSettings{settings{testSettings(), map[string]any{"media-dir": dir}}, map[string]int{"media-attempts": 1}}
+		env := map[string]string{"SVC_DATABASE_URL": cfg.DatabaseURL}
+		id := provision(t, env, "refunded")
+		publish(t, env, wirePricing)
+		credit(t, env, id.orgID, 100)
+		r := start(t, cfg, allModules(t))
+		agent := "http://" + r.listeners.Addr(ListenerAgentEdge)
+
+		accepted := decodeBody(t, multipartUpload(t, id, agent, "up-good", testkit.JPEG(t, 64, 64), 10), http.StatusAccepted, "media-upload-accepted")
+		charge := accepted["charge"].(map[string]any)
+		if charge["balance"] != float64(97) {
+			t.Fatalf("charge %v", charge)
+		}
+		st := awaitProcessed(t, id, agent, accepted["asset_id"].(string), time.Minute)
+		if st["status"] != "failed" || st["failure_code"] != "storage_unavailable" {
+			t.Fatalf("the upload: %v", st)
+		}
+		usage := decodeBody(t, signedGet(t, id, agent, "/usage"), 200, "usage-response")
+		events := usage["events"].([]any)
+		refund := events[0].(map[string]any)
+		if len(events) != 2 || refund["kind"] != "refund" || refund["refund_of"] != charge["usage_event_id"] ||
+			refund["price"] != float64(3) || refund["resource_id"] != accepted["asset_id"] || refund["operation"] != "media_upload" {
+			t.Fatalf("usage after the failed upload: %v", usage)
+		}
+		if w := decodeBody(t, signedGet(t, id, agent, "/wallet"), 200, "wallet-response"); w["balance"] != float64(100) {
+			t.Fatalf("wallet after the refund: %v", w)
+		}
+
+		broken := decodeBody(t, multipartUpload(t, id, agent, "up-broken", testkit.Truncated(t), 10), http.StatusAccepted, "media-upload-accepted")
+		st = awaitProcessed(t, id, agent, broken["asset_id"].(string), time.Minute)
+		if st["status"] != "failed" || st["failure_code"] != "undecodable" {
+			t.Fatalf("the broken upload: %v", st)
+		}
+		if w := decodeBody(t, signedGet(t, id, agent, "/wallet"), 200, "wallet-response"); w["balance"] != float64(97) {
+			t.Fatalf("wallet after the undecodable upload: %v", w)
+		}
+		db := openDB(t, cfg.DatabaseURL)
+		if n := countRows(t, db, "billing_usage_events", "kind = ?", "refund"); n != 1 {
+			t.Fatalf("%d refunds, want 1", n)
+		}
+		if n := countRows(t, db, "billing_ledger", "kind = ?", "refund"); n != 1 {
+			t.Fatalf("%d refunds in the ledger, want 1", n)
+		}
+	})
+}

@@ -108,9 +108,15 @@ type UsageResponse struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
-// UsageEvent is one charge.
+// UsageEvent is one charge, or one refund of a charge.
 type UsageEvent struct {
-	ID             string    `json:"id"`
+	ID string `json:"id"`
+	// Kind is "charge", or "refund": a charge given back because the service failed to perform the
+	// operation (an upload whose processing failed through its fault); Price is then the credits
+	// returned.
+	Kind string `json:"kind"`
+	// RefundOf is a refund's charge (its usage event id); nil for a charge.
+	RefundOf       *string   `json:"refund_of"`
 	Operation      Operation `json:"operation"`
 	Price          int64     `json:"price"`
 	PricingVersion string    `json:"pricing_version"`

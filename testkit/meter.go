@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
@@ -29,6 +30,18 @@ type ChargeRow struct {
 // TableName is the charges' table.
 func (ChargeRow) TableName() string { return "testkit_charges" }
 
+// RefundRow is the row Meter writes on the caller's transaction for each refund it makes: one per
+// refunded charge, keyed by operation and resource, so that, as with the real meter, a charge is
+// refunded at most once whatever the number of calls. Migrate its table with the module's.
+type RefundRow struct {
+	Operation  string `gorm:"primaryKey;size:32"`
+	ResourceID string `gorm:"primaryKey;size:64"`
+	Reason     string `gorm:"size:64"`
+}
+
+// TableName is the refunds' table.
+func (RefundRow) TableName() string { return "testkit_refunds" }
+
 // MeterCall is one call of Meter, as it received it.
 type MeterCall struct {
 	Principal port.Principal
@@ -41,10 +54,12 @@ type MeterCall struct {
 // rolled-back write leaves none, as with the real meter), prices every operation at Price, refuses a
 // price above the declared cap like the real one, and can be told to refuse every charge.
 type Meter struct {
-	mu     sync.Mutex
-	price  int64
-	calls  []MeterCall
-	refuse *problem.Problem
+	mu      sync.Mutex
+	price   int64
+	calls   []MeterCall
+	refunds []port.Refund
+	refuse  *problem.Problem
+	fail    error
 }
 
 // NewMeter returns a meter charging price for every operation.
@@ -100,6 +115,42 @@ func (m *Meter) record(p port.Principal, c port.Charge, refused bool) {
 	m.mu.Lock()
 	m.calls = append(m.calls, MeterCall{Principal: p, Charge: c, Refused: refused})
 	m.mu.Unlock()
+}
+
+// Refund records r and, unless its charge was refunded already (a RefundRow exists), writes its row on
+// tx; it does not look for the charge, which the tests of a module without billing do not keep. A
+// refund fails with the error FailRefunds set.
+func (m *Meter) Refund(ctx context.Context, tx *gorm.DB, r port.Refund) (port.Receipt, bool, error) {
+	m.mu.Lock()
+	m.refunds = append(m.refunds, r)
+	fail, price := m.fail, m.price
+	m.mu.Unlock()
+	if fail != nil {
+		return port.Receipt{}, false, fail
+	}
+	res := tx.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).
+		Create(&RefundRow{Operation: r.Operation, ResourceID: r.ResourceID, Reason: r.Reason})
+	if res.Error != nil {
+		return port.Receipt{}, false, fmt.Errorf("record test refund: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return port.Receipt{}, false, nil
+	}
+	return port.Receipt{UsageEventID: uuid.Must(uuid.NewV7()).String(), Price: price, Balance: 1000}, true, nil
+}
+
+// FailRefunds makes every later refund fail with err (nil: refund again).
+func (m *Meter) FailRefunds(err error) {
+	m.mu.Lock()
+	m.fail = err
+	m.mu.Unlock()
+}
+
+// Refunds returns the refunds asked for so far, made or not.
+func (m *Meter) Refunds() []port.Refund {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]port.Refund(nil), m.refunds...)
 }
 
 // Refuse makes every later charge fail with p (nil: accept again).

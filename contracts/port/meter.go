@@ -46,6 +46,14 @@ type Receipt struct {
 	Balance        int64 // the organisation's balance after the charge
 }
 
+// Refund names a charge to give back: the service failed to perform what it charged for (an upload
+// whose processing failed through the service's fault, WIRE.md section 9).
+type Refund struct {
+	Operation  string // the operation charged, one of Operations
+	ResourceID string // the resource its charge named (Charge.ResourceID)
+	Reason     string // why, kept in the ledger: for an upload, its failure_code
+}
+
 // Meter charges metered writes (the billing module offers it). Charge runs on tx, the caller's write
 // transaction, so that the charge and the write commit or roll back together: a rolled-back write
 // leaves no charge, and an idempotent replay, which never runs the write again, charges nothing. It
@@ -56,4 +64,11 @@ type Meter interface {
 	// Plan adds the same charge to a planned write: its checks, in Charge's order, as steps of plan,
 	// and its rows. The receipt's Balance is a Late placeholder until the plan has run.
 	Plan(ctx context.Context, plan *Plan, p Principal, c Charge) (Receipt, error)
+	// Refund gives back, on tx, the charge of r.Operation for r.ResourceID: its price returns to the
+	// wallet it was taken from, and a refund entry (naming the charge) joins the ledger and the agent's
+	// usage. A charge is refunded at most once, whatever the number of calls or transactions: the
+	// refunded charge is a unique key, so refunded is false, and nothing is written, when it was
+	// refunded already, and when there is no such charge. The receipt is the refund's: its usage
+	// event, the credits returned and the balance after them.
+	Refund(ctx context.Context, tx *gorm.DB, r Refund) (receipt Receipt, refunded bool, err error)
 }

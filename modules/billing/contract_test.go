@@ -156,18 +156,28 @@ func TestContractBillingResponsesMatchSchemas(t *testing.T) {
 	next := "dTEuMDE5NmYzYTAtN2IxYy03ZDJlLThmMzAtNDE1MjZhN2I4Yzlk"
 	ctValid(t, "usage-response", billing.UsageResponse{Events: []billing.UsageEventView{}})
 	ctValid(t, "usage-response", billing.UsageResponse{NextCursor: &next, Events: []billing.UsageEventView{{
-		ID: ctEventID, Operation: port.OpCreateThread, Price: 12, PricingVersion: current, AgentID: ctAgentID,
+		ID: ctEventID, Kind: billing.KindCharge, Operation: port.OpCreateThread, Price: 12, PricingVersion: current, AgentID: ctAgentID,
 		IdempotencyKey: "6f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b", ResourceID: "0196f3a0-7b1c-7d2e-8f30-41526a7b8c9e", CreatedAt: at}}})
 	for _, op := range port.Operations {
-		ctValid(t, "usage-response", billing.UsageResponse{Events: []billing.UsageEventView{{ID: ctEventID, Operation: op,
+		ctValid(t, "usage-response", billing.UsageResponse{Events: []billing.UsageEventView{{ID: ctEventID, Kind: billing.KindCharge, Operation: op,
 			PricingVersion: "v", AgentID: ctAgentID, IdempotencyKey: "k", ResourceID: "r", CreatedAt: superseded}}})
 	}
-	event := `{"id":"` + ctEventID + `","operation":"%op","price":%price,"pricing_version":"2026-11","agent_id":"` + ctAgentID +
+	charge := ctEventID
+	ctValid(t, "usage-response", billing.UsageResponse{Events: []billing.UsageEventView{{ID: "0196f3a0-7b1c-7d2e-8f30-41526a7b8c9f",
+		Kind: billing.KindRefund, RefundOf: &charge, Operation: port.OpMediaUpload, Price: 3, PricingVersion: current,
+		AgentID: ctAgentID, IdempotencyKey: "k", ResourceID: "r", CreatedAt: at}}})
+	event := `{"id":"` + ctEventID + `","kind":"%kind","refund_of":%of,"operation":"%op","price":%price,"pricing_version":"2026-11","agent_id":"` + ctAgentID +
 		`","idempotency_key":"k","resource_id":"r","created_at":"2026-11-03T09:30:00Z"}`
-	ev := func(op, price string) string {
-		return strings.NewReplacer("%op", op, "%price", price).Replace(event)
+	evOf := func(kind, of, op, price string) string {
+		return strings.NewReplacer("%kind", kind, "%of", of, "%op", op, "%price", price).Replace(event)
 	}
+	ev := func(op, price string) string { return evOf("charge", "null", op, price) }
 	ctValid(t, "usage-response", json.RawMessage(`{"events":[`+ev("vote", "1")+`],"next_cursor":null}`))
+	ctValid(t, "usage-response", json.RawMessage(`{"events":[`+evOf("refund", `"`+ctEventID+`"`, "media_upload", "3")+`],"next_cursor":null}`))
+	// A refund names its charge, a charge names none; the kind is one of the two.
+	ctInvalid(t, "usage-response", `{"events":[`+evOf("refund", "null", "media_upload", "3")+`],"next_cursor":null}`)
+	ctInvalid(t, "usage-response", `{"events":[`+evOf("charge", `"`+ctEventID+`"`, "media_upload", "3")+`],"next_cursor":null}`)
+	ctInvalid(t, "usage-response", `{"events":[`+evOf("credit", "null", "media_upload", "3")+`],"next_cursor":null}`)
 	ctInvalid(t, "usage-response", `{"events":null,"next_cursor":null}`)
 	ctInvalid(t, "usage-response", `{"events":[]}`)
 	ctInvalid(t, "usage-response", `{"events":[],"next_cursor":""}`)

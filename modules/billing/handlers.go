@@ -98,9 +98,12 @@ func (e *Endpoints) getWallet(c *gin.Context) {
 	render.JSON(c, http.StatusOK, resp)
 }
 
-// UsageEventView is one usage event as the agent reads it.
+// UsageEventView is one usage event as the agent reads it: a charge, or a refund of one (kind refund,
+// with the charge in refund_of and the credits given back in price).
 type UsageEventView struct {
 	ID             string    `json:"id"`
+	Kind           string    `json:"kind"`
+	RefundOf       *string   `json:"refund_of"`
 	Operation      string    `json:"operation"`
 	Price          int64     `json:"price"`
 	PricingVersion string    `json:"pricing_version"`
@@ -151,7 +154,7 @@ func (e *Endpoints) getUsage(c *gin.Context) {
 			resp.NextCursor = &next
 			break
 		}
-		resp.Events = append(resp.Events, UsageEventView{ID: r.ID, Operation: r.Operation, Price: r.Price,
+		resp.Events = append(resp.Events, UsageEventView{ID: r.ID, Kind: r.Kind, RefundOf: r.RefundOf, Operation: r.Operation, Price: r.Price,
 			PricingVersion: r.PricingVersion, AgentID: r.AgentID, IdempotencyKey: r.IdempotencyKey,
 			ResourceID: r.ResourceID, CreatedAt: r.CreatedAt.UTC()})
 	}

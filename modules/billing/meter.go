@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
@@ -55,7 +56,7 @@ func (m *Meter) Charge(ctx context.Context, tx *gorm.DB, p port.Principal, c por
 	if !ok {
 		return port.Receipt{}, insufficient(c, price)
 	}
-	ev := UsageEvent{ID: newID(), OrgID: p.OrgID, AgentID: p.AgentID, Operation: c.Operation, Price: price,
+	ev := UsageEvent{ID: newID(), OrgID: p.OrgID, AgentID: p.AgentID, Kind: KindCharge, Operation: c.Operation, Price: price,
 		PricingVersion: v.Code, IdempotencyKey: c.IdempotencyKey, ResourceID: c.ResourceID, CreatedAt: now}
 	if err := tx.Create(&ev).Error; err != nil {
 		return port.Receipt{}, fmt.Errorf("record usage event: %w", err)
@@ -115,13 +116,68 @@ func (m *Meter) Plan(ctx context.Context, plan *port.Plan, p port.Principal, c p
 		`UPDATE billing_wallets SET balance = balance - ?, updated_at = ? WHERE org_id = ? AND balance >= ? RETURNING balance`,
 		price, now, p.OrgID, price)
 	after := "COALESCE((SELECT balance FROM billing_wallets WHERE org_id = ?), 0)"
-	ev := UsageEvent{ID: newID(), OrgID: p.OrgID, AgentID: p.AgentID, Operation: c.Operation, Price: price,
+	ev := UsageEvent{ID: newID(), OrgID: p.OrgID, AgentID: p.AgentID, Kind: KindCharge, Operation: c.Operation, Price: price,
 		PricingVersion: code, IdempotencyKey: c.IdempotencyKey, ResourceID: c.ResourceID, CreatedAt: now}
 	plan.Add(plan.Build().Create(&ev), 1, nil)
 	plan.Exec(1, nil, `INSERT INTO billing_ledger (id, org_id, kind, amount, balance_after, reason, usage_event_id, created_at)
 SELECT ?, ?, ?, ?, `+after+`, ?, ?, ?`, newID(), p.OrgID, KindCharge, price, p.OrgID, c.Operation, ev.ID, now)
 	plan.OnCommit(m.count(c.Operation, price))
 	return port.Receipt{UsageEventID: ev.ID, Price: price, PricingVersion: code, Balance: plan.Late(&balance, after, p.OrgID)}, nil
+}
+
+// Refund gives back the charge of r.Operation for r.ResourceID on tx (port.Meter): the refund's usage
+// event names the charge in refund_of, whose unique index makes the refund happen at most once (a
+// second one, in this transaction or any other, concurrent or later, inserts nothing and stops there);
+// then the wallet gets the charge's price back and the ledger records it as a refund.
+func (m *Meter) Refund(ctx context.Context, tx *gorm.DB, r port.Refund) (port.Receipt, bool, error) {
+	tx = tx.WithContext(ctx)
+	var charges []UsageEvent
+	if err := tx.Where("resource_id = ? AND operation = ? AND kind = ?", r.ResourceID, r.Operation, KindCharge).
+		Order("id").Limit(1).Find(&charges).Error; err != nil {
+		return port.Receipt{}, false, fmt.Errorf("find the charge to refund: %w", err)
+	}
+	if len(charges) == 0 {
+		return port.Receipt{}, false, nil
+	}
+	c := charges[0]
+	now := m.clock.Now()
+	ev := UsageEvent{ID: newID(), OrgID: c.OrgID, AgentID: c.AgentID, Kind: KindRefund, RefundOf: &c.ID,
+		Operation: c.Operation, Price: c.Price, PricingVersion: c.PricingVersion, IdempotencyKey: c.IdempotencyKey,
+		ResourceID: c.ResourceID, CreatedAt: now}
+	res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "refund_of"}}, DoNothing: true}).Create(&ev)
+	if res.Error != nil {
+		return port.Receipt{}, false, fmt.Errorf("record refund: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return port.Receipt{}, false, nil // refunded already
+	}
+	var wallets []Wallet
+	if err := tx.Raw(`INSERT INTO billing_wallets (org_id, balance, updated_at) VALUES (?, ?, ?)
+ON CONFLICT (org_id) DO UPDATE SET balance = billing_wallets.balance + excluded.balance, updated_at = excluded.updated_at
+RETURNING org_id, balance, updated_at`, c.OrgID, c.Price, now).Scan(&wallets).Error; err != nil {
+		return port.Receipt{}, false, fmt.Errorf("refund to wallet: %w", err)
+	}
+	if len(wallets) != 1 {
+		return port.Receipt{}, false, fmt.Errorf("refund to wallet: %d rows", len(wallets))
+	}
+	entry := LedgerEntry{ID: newID(), OrgID: c.OrgID, Kind: KindRefund, Amount: c.Price, BalanceAfter: wallets[0].Balance,
+		Reason: refundReason(c.Operation, r.Reason), UsageEventID: &ev.ID, CreatedAt: now}
+	if err := tx.Create(&entry).Error; err != nil {
+		return port.Receipt{}, false, fmt.Errorf("record refund in ledger: %w", err)
+	}
+	return port.Receipt{UsageEventID: ev.ID, Price: c.Price, PricingVersion: c.PricingVersion, Balance: wallets[0].Balance}, true, nil
+}
+
+// refundReason is a refund's line in the ledger: the operation and why (cut to the column's 500).
+func refundReason(operation, why string) string {
+	reason := operation + " refunded"
+	if why != "" {
+		reason += ": " + why
+	}
+	if r := []rune(reason); len(r) > 500 {
+		reason = string(r[:500])
+	}
+	return reason
 }
 
 // versionPrices is what a pricing version charges.

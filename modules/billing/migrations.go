@@ -14,6 +14,7 @@ import (
 func Migrations() plugin.Migrations {
 	return plugin.Migrations{Module: ID, Steps: []*gormigrate.Migration{
 		{ID: "billing_0001_pricing_wallets_ledger_usage", Migrate: migrate0001},
+		{ID: "billing_0002_usage_refunds", Migrate: migrate0002},
 	}}
 }
 
@@ -63,6 +64,28 @@ func migrate0001(tx *gorm.DB) error {
 	} {
 		if err := tx.Table(t.name).Migrator().CreateTable(t.model); err != nil {
 			return fmt.Errorf("create %s: %w", t.name, err)
+		}
+	}
+	return nil
+}
+
+// migrate0002 lets a usage event be a refund: kind (every earlier event is a charge), the charge it
+// refunds, unique so that a charge is refunded at most once, and an index to find a resource's charge.
+func migrate0002(tx *gorm.DB) error {
+	type usageEvent struct {
+		Kind       string  `gorm:"size:16;not null;default:'charge'"`
+		RefundOf   *string `gorm:"size:36;uniqueIndex:idx_billing_usage_events_refund_of"`
+		ResourceID string  `gorm:"size:64;not null;index:idx_billing_usage_events_resource_id"`
+	}
+	m := tx.Table("billing_usage_events").Migrator()
+	for _, column := range []string{"Kind", "RefundOf"} {
+		if err := m.AddColumn(&usageEvent{}, column); err != nil {
+			return fmt.Errorf("add billing_usage_events.%s: %w", column, err)
+		}
+	}
+	for _, index := range []string{"idx_billing_usage_events_refund_of", "idx_billing_usage_events_resource_id"} {
+		if err := m.CreateIndex(&usageEvent{}, index); err != nil {
+			return fmt.Errorf("create %s: %w", index, err)
 		}
 	}
 	return nil

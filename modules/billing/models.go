@@ -30,6 +30,7 @@ const (
 	KindCredit = "credit" // the operator added credits
 	KindDebit  = "debit"  // the operator removed credits
 	KindCharge = "charge" // a metered operation
+	KindRefund = "refund" // a charge given back: the service failed to perform the operation
 )
 
 // LedgerEntry is one movement of a wallet. Amount is positive; Kind says its direction.
@@ -46,16 +47,20 @@ type LedgerEntry struct {
 
 func (LedgerEntry) TableName() string { return "billing_ledger" }
 
-// UsageEvent is one charge: operation, price, pricing version, agent, idempotency key, resource, time.
+// UsageEvent is one charge (operation, price, pricing version, agent, idempotency key, resource, time)
+// or one refund of a charge: kind refund, the same operation, price (the credits given back), pricing
+// version, agent, idempotency key and resource as the charge it names in RefundOf.
 type UsageEvent struct {
-	ID             string `gorm:"primaryKey;size:36"` // UUIDv7: ordered by time
-	OrgID          string `gorm:"size:36;not null;index"`
-	AgentID        string `gorm:"size:36;not null;index"`
-	Operation      string `gorm:"size:64;not null"`
-	Price          int64  `gorm:"not null"`
-	PricingVersion string `gorm:"size:64;not null"`
-	IdempotencyKey string `gorm:"size:255;not null"`
-	ResourceID     string `gorm:"size:64;not null"`
+	ID             string  `gorm:"primaryKey;size:36"` // UUIDv7: ordered by time
+	OrgID          string  `gorm:"size:36;not null;index"`
+	AgentID        string  `gorm:"size:36;not null;index"`
+	Kind           string  `gorm:"size:16;not null;default:'charge'"` // KindCharge or KindRefund
+	RefundOf       *string `gorm:"size:36"`                           // a refund's charge: unique, so a charge is refunded once
+	Operation      string  `gorm:"size:64;not null"`
+	Price          int64   `gorm:"not null"`
+	PricingVersion string  `gorm:"size:64;not null"`
+	IdempotencyKey string  `gorm:"size:255;not null"`
+	ResourceID     string  `gorm:"size:64;not null"`
 	CreatedAt      time.Time
 }
 

@@ -110,18 +110,18 @@ func (w *Wallets) check(ctx context.Context, orgID string, credits int64, reason
 type Discrepancy struct {
 	OrgID         string `json:"org_id"`
 	Balance       int64  `json:"balance"`        // the wallet's balance
-	LedgerBalance int64  `json:"ledger_balance"` // credits - debits - charges in the ledger
-	LedgerCharges int64  `json:"ledger_charges"` // charges in the ledger
-	UsageCharges  int64  `json:"usage_charges"`  // prices of the usage events
+	LedgerBalance int64  `json:"ledger_balance"` // credits - debits - charges + refunds in the ledger
+	LedgerCharges int64  `json:"ledger_charges"` // charges less refunds in the ledger
+	UsageCharges  int64  `json:"usage_charges"`  // prices of the charges less the refunds among the usage events
 }
 
 // Audit checks, for orgID or (when "") every organisation with a wallet or a ledger entry, that the
-// balance equals credits minus debits minus charges in the ledger, and that the ledger's charges equal
-// the usage events' prices. It returns how many organisations it checked and each discrepancy.
+// balance equals credits minus debits minus charges plus refunds in the ledger, and that the ledger's
+// charges less its refunds equal the usage events' (their charges' prices less their refunds'). It returns how many organisations it checked and each discrepancy.
 func (w *Wallets) Audit(ctx context.Context, orgID string) (checked int, found []Discrepancy, err error) {
 	type sums struct {
-		OrgID                    string
-		Credits, Debits, Charges int64
+		OrgID                             string
+		Credits, Debits, Charges, Refunds int64
 	}
 	if orgID != "" {
 		ok, err := w.directory.OrgExists(ctx, orgID)
@@ -157,11 +157,12 @@ func (w *Wallets) Audit(ctx context.Context, orgID string) (checked int, found [
 		if err := scope(db.Model(&LedgerEntry{})).Select(`org_id,
   COALESCE(SUM(CASE WHEN kind = ? THEN amount ELSE 0 END), 0) AS credits,
   COALESCE(SUM(CASE WHEN kind = ? THEN amount ELSE 0 END), 0) AS debits,
-  COALESCE(SUM(CASE WHEN kind = ? THEN amount ELSE 0 END), 0) AS charges`, KindCredit, KindDebit, KindCharge).
+  COALESCE(SUM(CASE WHEN kind = ? THEN amount ELSE 0 END), 0) AS charges,
+  COALESCE(SUM(CASE WHEN kind = ? THEN amount ELSE 0 END), 0) AS refunds`, KindCredit, KindDebit, KindCharge, KindRefund).
 			Group("org_id").Scan(&ledger).Error; err != nil {
 			return fmt.Errorf("sum ledger: %w", err)
 		}
-		if err := scope(db.Model(&UsageEvent{})).Select("org_id, COALESCE(SUM(price), 0) AS total").Group("org_id").Scan(&usage).Error; err != nil {
+		if err := scope(db.Model(&UsageEvent{})).Select("org_id, COALESCE(SUM(CASE WHEN kind = ? THEN -price ELSE price END), 0) AS total", KindRefund).Group("org_id").Scan(&usage).Error; err != nil {
 			return fmt.Errorf("sum usage: %w", err)
 		}
 		if err := scope(db.Model(&Wallet{})).Find(&wallets).Error; err != nil {
@@ -184,7 +185,7 @@ func (w *Wallets) Audit(ctx context.Context, orgID string) (checked int, found [
 	}
 	for _, l := range ledger {
 		d := get(l.OrgID)
-		d.LedgerBalance, d.LedgerCharges = l.Credits-l.Debits-l.Charges, l.Charges
+		d.LedgerBalance, d.LedgerCharges = l.Credits-l.Debits-l.Charges+l.Refunds, l.Charges-l.Refunds
 	}
 	for _, u := range usage {
 		get(u.OrgID).UsageCharges = u.Total

@@ -69,7 +69,7 @@ type mtWorld struct {
 func mtNewWorld(t testing.TB, dialect string) *mtWorld {
 	t.Helper()
 	db := dbtest.Open(t, dialect, media.Migrations())
-	if err := db.AutoMigrate(&testkit.ChargeRow{}, &testkit.JobRow{}); err != nil {
+	if err := db.AutoMigrate(&testkit.ChargeRow{}, &testkit.RefundRow{}, &testkit.JobRow{}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := media.DefaultConfig()
@@ -79,7 +79,7 @@ func mtNewWorld(t testing.TB, dialect string) *mtWorld {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	uploads := media.NewUploads(cfg, db, clock, w.meter, testkit.Jobs{}, w.storage, schema.Published(),
 		&plugin.Deployment{BaseURL: mtBase}, log)
-	w.processor = media.NewProcessor(db, w.storage, clock, log)
+	w.processor = media.NewProcessor(db, w.storage, clock, w.meter, log)
 	images := media.NewImages(media.ImagesParams{DB: plugin.ReadDB{DB: db}, Storage: w.storage, Attachments: w.shown})
 	w.engine = testkit.Engine(t)
 	testkit.MountAgent(t, w.engine, "edge", []gin.HandlerFunc{testkit.StandInGuard}, uploads.Routes().Agent)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/riverqueue/river"
 	"gorm.io/gorm"
@@ -25,12 +26,14 @@ type Processor struct {
 	db      *gorm.DB
 	storage Storage
 	clock   port.Clock
+	meter   port.Meter
 	log     *slog.Logger
 }
 
-// NewProcessor returns the job's worker.
-func NewProcessor(db *gorm.DB, storage Storage, clock port.Clock, log *slog.Logger) *Processor {
-	return &Processor{db: db, storage: storage, clock: clock, log: log}
+// NewProcessor returns the job's worker; meter refunds the uploads that fail through the service's
+// fault.
+func NewProcessor(db *gorm.DB, storage Storage, clock port.Clock, meter port.Meter, log *slog.Logger) *Processor {
+	return &Processor{db: db, storage: storage, clock: clock, meter: meter, log: log}
 }
 
 // Queue is the module's own queue: processing is bounded apart from the host's other jobs.
@@ -137,19 +140,47 @@ func (p *Processor) retryOrFail(ctx context.Context, job *river.Job[ProcessArgs]
 	return p.fail(ctx, job.Args.AssetID, code, cause)
 }
 
-// fail marks the upload failed with code, deletes its original and any variant stored already, and
-// cancels the job: no retry would mend it.
+// fail marks the upload failed with code, refunding its charge when the failure is the service's
+// (failUpload), deletes its original and any variant stored already, and cancels the job: no retry
+// would mend it.
 func (p *Processor) fail(ctx context.Context, id, code string, cause error) error {
 	ctx = context.WithoutCancel(ctx)
-	err := p.db.WithContext(ctx).Model(&assetRow{}).Where("id = ? AND status = ?", id, port.AssetProcessing).
-		Updates(map[string]any{"status": port.AssetFailed, "failure_code": code, "updated_at": p.clock.Now().UTC()}).Error
-	if err != nil {
-		return fmt.Errorf("record the failed upload: %w", err) // retried: the upload must not stay processing
+	if _, err := failUpload(ctx, p.db, p.meter, id, code, p.clock.Now().UTC(), nil); err != nil {
+		return err // retried: the upload must not stay processing
 	}
 	p.log.WarnContext(ctx, "an upload failed", "asset_id", id, "failure_code", code, "error", cause)
 	dropFiles(ctx, p.storage, p.log, id)
 	return river.JobCancel(cause)
 }
+
+// failUpload moves the upload from processing to failed with code, in one transaction with the refund
+// of its charge when code is the service's fault (Refunded): the refund happens exactly when the upload
+// fails, so never twice (a retried job, or the sweep, finds it failed already and changes nothing; and
+// the meter refunds a charge at most once) and never without the failure. still, when given, narrows
+// the update (the sweep's condition). failed says whether this call failed it.
+func failUpload(ctx context.Context, db *gorm.DB, meter port.Meter, id, code string, now time.Time, still func(*gorm.DB) *gorm.DB) (failed bool, err error) {
+	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		q := tx.Model(&assetRow{}).Where("id = ? AND status = ?", id, port.AssetProcessing)
+		if still != nil {
+			q = still(q)
+		}
+		res := q.Updates(map[string]any{"status": port.AssetFailed, "failure_code": code, "updated_at": now})
+		if res.Error != nil {
+			return fmt.Errorf("record the failed upload %s: %w", id, res.Error)
+		}
+		failed = res.RowsAffected == 1
+		if !failed || !Refunded(code) {
+			return nil
+		}
+		_, _, err := meter.Refund(ctx, tx, port.Refund{Operation: port.OpMediaUpload, ResourceID: id, Reason: code})
+		return err // the meter's errors say what failed
+	})
+	return failed, err
+}
+
+// Refunded says whether an upload that failed with code has its charge refunded: the service failed
+// (processing_error, storage_unavailable); an undecodable file is the agent's doing.
+func Refunded(code string) bool { return code == FailureProcessing || code == FailureStorage }
 
 func (p *Processor) dropOriginal(ctx context.Context, id string) {
 	if err := p.storage.Delete(context.WithoutCancel(ctx), originalKey(id)); err != nil {

@@ -31,12 +31,14 @@ type Sweeper struct {
 	storage    Storage
 	clock      port.Clock
 	stuckAfter time.Duration
+	meter      port.Meter
 	log        *slog.Logger
 }
 
-// NewSweeper returns the sweeper.
-func NewSweeper(cfg Config, db *gorm.DB, storage Storage, clock port.Clock, log *slog.Logger) *Sweeper {
-	return &Sweeper{db: db, storage: storage, clock: clock, stuckAfter: cfg.StuckAfter, log: log}
+// NewSweeper returns the sweeper; meter refunds the uploads it fails (processing_error, the service's
+// fault).
+func NewSweeper(cfg Config, db *gorm.DB, storage Storage, clock port.Clock, meter port.Meter, log *slog.Logger) *Sweeper {
+	return &Sweeper{db: db, storage: storage, clock: clock, stuckAfter: cfg.StuckAfter, meter: meter, log: log}
 }
 
 // Work fails every upload processing for longer than the setting allows.
@@ -61,13 +63,14 @@ func (s *Sweeper) Sweep(ctx context.Context) (int64, error) {
 	}
 	var failed int64
 	for _, id := range ids {
-		// Still stuck: a job may have finished it since it was found.
-		res := s.db.WithContext(ctx).Model(&assetRow{}).Where("id = ? AND status = ? AND updated_at < ?", id, port.AssetProcessing, now.Add(-s.stuckAfter)).
-			Updates(map[string]any{"status": port.AssetFailed, "failure_code": FailureProcessing, "updated_at": now})
-		if res.Error != nil {
-			return failed, fmt.Errorf("sweep stuck upload %s: %w", id, res.Error)
+		// Still stuck: a job may have finished it since it was found. Its charge is refunded with it.
+		ok, err := failUpload(ctx, s.db, s.meter, id, FailureProcessing, now, func(q *gorm.DB) *gorm.DB {
+			return q.Where("updated_at < ?", now.Add(-s.stuckAfter))
+		})
+		if err != nil {
+			return failed, err
 		}
-		if res.RowsAffected == 1 {
+		if ok {
 			failed++
 			dropFiles(ctx, s.storage, s.log, id)
 		}

@@ -308,7 +308,7 @@ func TestProcessingFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	panicking := media.NewProcessor(w.db, panicStorage{w.storage, ids["panics"]}, testkit.NewClock(testkit.T0), log)
+	panicking := media.NewProcessor(w.db, panicStorage{w.storage, ids["panics"]}, testkit.NewClock(testkit.T0), w.meter, log)
 	for _, row := range rows {
 		job, err := testkit.Job[media.ProcessArgs](row, 1)
 		if err != nil {
@@ -346,7 +346,7 @@ func TestProcessingRetriesStorageFailures(t *testing.T) {
 	if row.MaxAttempts != media.DefaultConfig().Attempts {
 		t.Fatalf("job max attempts %d", row.MaxAttempts)
 	}
-	p := media.NewProcessor(w.db, failingStorage{w.storage}, testkit.NewClock(testkit.T0), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	p := media.NewProcessor(w.db, failingStorage{w.storage}, testkit.NewClock(testkit.T0), w.meter, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	job, _ := testkit.Job[media.ProcessArgs](row, 1)
 	if err := p.Work(context.Background(), job); err == nil || errors.As(err, new(*river.JobCancelError)) {
 		t.Fatalf("first attempt: %v, want an error the runner retries", err)
@@ -397,7 +397,7 @@ func TestSweepFailsStuckUploads(t *testing.T) {
 		ct, body := form(t, testkit.JPEG(t, 16, 16), billing...)
 		stuck := w.upload(t, mtAlice, ct, body).JSON(t)["asset_id"].(string)
 		clock := testkit.NewClock(testkit.T0.Add(media.DefaultConfig().StuckAfter + time.Minute))
-		sweeper := media.NewSweeper(media.DefaultConfig(), w.db, w.storage, clock, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		sweeper := media.NewSweeper(media.DefaultConfig(), w.db, w.storage, clock, w.meter, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if n, err := sweeper.Sweep(context.Background()); err != nil || n != 1 {
 			t.Fatalf("swept %d (%v), want the one stuck upload", n, err)
 		}
@@ -411,7 +411,7 @@ func TestSweepFailsStuckUploads(t *testing.T) {
 		}
 		assertNoFiles(t, w.dir)
 		// A fresh upload is not stuck.
-		fresh := media.NewSweeper(media.DefaultConfig(), w.db, w.storage, testkit.NewClock(testkit.T0.Add(time.Minute)), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		fresh := media.NewSweeper(media.DefaultConfig(), w.db, w.storage, testkit.NewClock(testkit.T0.Add(time.Minute)), w.meter, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		ct, body = form(t, testkit.JPEG(t, 16, 16), billing...)
 		req := httptest.NewRequest(http.MethodPost, "/agent-api/v1/media/uploads", bytes.NewReader(body))
 		req.Header.Set("Content-Type", ct)

@@ -354,3 +354,72 @@ func TestContractSkillQuotesTheVectors(t *testing.T) {
 		t.Error("SKILL.md has an unclosed code fence")
 	}
 }
+
+// Every signing vector is also a valid request: the method and path it was signed for (the second and
+// third lines of signed_canonical, before any tampering) name an operation of agent.json, and the
+// body sent is one that operation's request schema accepts (none for an operation without a body).
+// So a vector sent as it is fails only where its signature does, never as a 422 that would hide it.
+func TestContractVectorsAreValidRequests(t *testing.T) {
+	var doc contractAgentDoc
+	contractReadJSON(t, contractAgentAPI, &doc)
+	var file struct {
+		Cases []struct {
+			contractVectorCase
+			SignedCanonical string `json:"signed_canonical"`
+		} `json:"cases"`
+	}
+	contractReadJSON(t, contractVectors, &file)
+	set := schema.Published()
+	// operation finds the operation of method and the raw path: a {parameter} matches one segment.
+	operation := func(method, path string) (contractOperation, string, bool) {
+		segs := strings.Split(path, "/")
+		for tmpl, item := range doc.Paths {
+			op, ok := item[strings.ToLower(method)]
+			want := strings.Split(tmpl, "/")
+			if !ok || len(want) != len(segs) {
+				continue
+			}
+			match := true
+			for i, w := range want {
+				if strings.HasPrefix(w, "{") && strings.HasSuffix(w, "}") {
+					match = match && segs[i] != ""
+				} else {
+					match = match && segs[i] == w
+				}
+			}
+			if match {
+				return op, tmpl, true
+			}
+		}
+		return contractOperation{}, "", false
+	}
+	for _, c := range file.Cases {
+		lines := strings.Split(c.SignedCanonical, "\n")
+		if len(lines) != 9 {
+			t.Errorf("%s: signed_canonical has %d lines, want 9", c.Name, len(lines))
+			continue
+		}
+		method, target := lines[1], lines[2]
+		path, _, _ := strings.Cut(target, "?")
+		op, tmpl, ok := operation(method, path)
+		if !ok {
+			t.Errorf("%s: %s %s names no operation of agent.json", c.Name, method, path)
+			continue
+		}
+		if len(op.RequestBody.Content) == 0 {
+			if c.Request.Body != "" {
+				t.Errorf("%s: %s %s takes no body, the vector sends %q", c.Name, method, tmpl, c.Request.Body)
+			}
+			continue
+		}
+		ref := op.RequestBody.Content["application/json"].Schema.Ref
+		name := strings.TrimSuffix(strings.TrimPrefix(ref, "/contracts/schemas/"), schema.Suffix)
+		if !set.Has(name) {
+			t.Errorf("%s: %s %s has no JSON request schema (%q)", c.Name, method, tmpl, ref)
+			continue
+		}
+		if err := set.Validate(name, []byte(c.Request.Body)); err != nil {
+			t.Errorf("%s: the body is not a valid %s request (%s): %v\n%s", c.Name, op.OperationID, name, err, c.Request.Body)
+		}
+	}
+}

@@ -349,7 +349,8 @@ func rateLimited(retryAfter int, format string, args ...any) *problem.Problem {
 
 // readBody reads the whole body, refusing (413) one larger than the route's limit (MaxBody unless
 // the route sets its own) without reading past it: at once when Content-Length says so, else after
-// limit+1 bytes of a chunked body; a body not received within the route's receive timeout is 408. The
+// limit+1 bytes of a chunked body; a body not received within the route's receive timeout (the
+// listener's read timeout for a route without one) is 408, and the 408 is given time to be written. The
 // bytes are kept for the route (gin.BodyBytesKey, and a fresh Request.Body).
 // AnswerTime is how long a route with its own receive timeout has to answer once its body's deadline
 // passed (its work and the write of the answer).
@@ -382,6 +383,10 @@ func readBody(c *gin.Context, route plugin.AgentRoute) ([]byte, *problem.Problem
 		case errors.As(err, &mbe):
 			return nil, tooLarge
 		case errors.As(err, &ne) && ne.Timeout():
+			// The listener's write timeout runs from the request's headers, like its read timeout, so
+			// a body that used up the read timeout (a route without its own) leaves no time for the
+			// 408 either, and the client would see the connection drop: give the answer its time.
+			_ = http.NewResponseController(c.Writer).SetWriteDeadline(time.Now().Add(AnswerTime))
 			c.Header("Connection", "close")
 			return nil, problem.New(problem.RequestTimeout, "The request body was not received in time.")
 		default:

@@ -236,11 +236,13 @@ func nonce(name string) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:16])
 }
 
-// Request bodies.
+// Request bodies: each a valid request of the operation its method and path name (its request
+// schema accepts it), so that a vector sent as it is fails only where the signature does.
 var (
-	threadBody = []byte(`{"category":"cooking","title":"Weeknight dal","body":"Red lentils, cumin, ` +
-		`garlic; 25 minutes.","billing":{"pricing_version":"2026-11","max_credit_cost":10}}`)
-	replyBody = []byte(`{"thread_id":"0190b1c4-5d6e-7f80-9a1b-2c3d4e5f6a7b","body":"Grüße aus Köln: ` +
+	threadBody = []byte(`{"category_id":"0190b1c4-0a1b-7c2d-8e3f-4a5b6c7d8e9f","title":"Weeknight dal",` +
+		`"body_markdown":"Red lentils, cumin, garlic; 25 minutes.","billing":{"pricing_version":"2026-11",` +
+		`"max_credit_cost":10}}`)
+	replyBody = []byte(`{"thread_id":"0190b1c4-5d6e-7f80-9a1b-2c3d4e5f6a7b","body_markdown":"Grüße aus Köln: ` +
 		`déjà vu, 東京のラーメン 🍜, naïve café — ½ cup.","billing":{"pricing_version":"2026-11",` +
 		`"max_credit_cost":5}}`)
 	attachBody = []byte(`{"attachments":[],"billing":{"pricing_version":"2026-11","max_credit_cost":2}}`)
@@ -285,7 +287,7 @@ func specs() []spec {
 		a("post-json", "POST with a JSON body and an Idempotency-Key.",
 			post("/agent-api/v1/threads", threadBody), okVerdict),
 		a("get-query-string", "GET with a query string, signed exactly as sent (raw, percent-encoded, "+
-			"parameter order kept).", get("/agent-api/v1/activity?limit=25&cursor=eyJwIjoxfQ%3D%3D&b=2&a=1"),
+			"parameter order kept).", get("/agent-api/v1/usage?limit=25&cursor=eyJwIjoxfQ%3D%3D&b=2&a=1"),
 			okVerdict),
 		a("post-non-ascii-body", "POST whose JSON body holds non-ASCII UTF-8 (umlauts, CJK, an emoji): "+
 			"the hash is over the raw UTF-8 bytes.", post("/agent-api/v1/replies", replyBody), okVerdict),
@@ -377,16 +379,16 @@ func specs() []spec {
 			}), mismatch),
 	)
 	queryTamper := func(name, description, target string) spec {
-		s := a(name, description, get("/agent-api/v1/activity?a=1"), mismatch)
+		s := a(name, description, get("/agent-api/v1/usage?limit=1"), mismatch)
 		s.tamper = func(w *wire) { w.target = target }
 		return s
 	}
 	out = append(out,
-		queryTamper("tamper-target-query-added", "Signed ?a=1, sent ?a=1&a=2.", "/agent-api/v1/activity?a=1&a=2"),
-		queryTamper("tamper-target-percent-encoded", "Signed /activity, sent /%61ctivity: the same path "+
-			"once decoded, but another request-target.", "/agent-api/v1/%61ctivity?a=1"),
-		queryTamper("tamper-target-query-dropped", "Signed with ?a=1, sent without a query.",
-			"/agent-api/v1/activity"),
+		queryTamper("tamper-target-query-added", "Signed ?limit=1, sent ?limit=1&limit=2.", "/agent-api/v1/usage?limit=1&limit=2"),
+		queryTamper("tamper-target-percent-encoded", "Signed /usage, sent /%75sage: the same path "+
+			"once decoded, but another request-target.", "/agent-api/v1/%75sage?limit=1"),
+		queryTamper("tamper-target-query-dropped", "Signed with ?limit=1, sent without a query.",
+			"/agent-api/v1/usage"),
 	)
 	upperHash := a("signer-uppercase-body-hash", "The signer put the body hash in uppercase hex: the "+
 		"verifier's lowercase line differs.", post("/agent-api/v1/threads", threadBody), mismatch)
