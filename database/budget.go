@@ -3,6 +3,7 @@ package database
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"sync"
 	"time"
 
@@ -79,10 +80,13 @@ func bounded(ctx context.Context) context.Context {
 	return bctx
 }
 
-// sent is the context a request's statement runs on once it is sent: bounded by the request's budget
-// and no longer by its client (Detached). A context that has ended, or has no budget (work that is not
+// sent is the context a request's statement that may write runs on once it is sent: bounded by the
+// request's budget and no longer by its client (Detached). A context that has ended, or has no budget (work that is not
 // a request's), is left as it is: database/sql refuses the call on an ended one before sending it.
-func sent(ctx context.Context) context.Context {
+func sent(ctx context.Context, query string) context.Context {
+	if !mayWrite(query) {
+		return bounded(ctx) // a read cut short commits nothing: it ends with its client
+	}
 	b, ok := ctx.Value(budgetKey{}).(*budget)
 	if !ok || ctx.Err() != nil {
 		return ctx
@@ -108,6 +112,18 @@ func (b *budget) finish() {
 	for _, cancel := range cancels {
 		cancel()
 	}
+}
+
+// Afterwards is ctx for the clean-up a request does once its answer is decided (freeing an
+// Idempotency-Key, recording a nonce): without its cancellation, and with a budget of its own, since
+// the request's may be spent by the very wait that failed it. The request flushes its answer first, so
+// that its client has it within the request's one deadline.
+func Afterwards(ctx context.Context) context.Context {
+	ctx = context.WithoutCancel(ctx)
+	if b, ok := ctx.Value(budgetKey{}).(*budget); ok {
+		return context.WithValue(ctx, budgetKey{}, &budget{timeout: b.timeout})
+	}
+	return ctx
 }
 
 // Detached is ctx without its cancellation (a client that went away), keeping its values and its
@@ -141,15 +157,15 @@ func (p budgetPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, 
 }
 
 func (p budgetPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return p.db.ExecContext(sent(ctx), query, args...)
+	return p.db.ExecContext(sent(ctx, query), query, args...)
 }
 
 func (p budgetPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return p.db.QueryContext(sent(ctx), query, args...)
+	return p.db.QueryContext(sent(ctx, query), query, args...)
 }
 
 func (p budgetPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return p.db.QueryRowContext(sent(ctx), query, args...)
+	return p.db.QueryRowContext(sent(ctx, query), query, args...)
 }
 
 func (p budgetPool) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
@@ -164,3 +180,24 @@ var (
 	_ gorm.TxBeginner     = budgetPool{}
 	_ gorm.GetDBConnector = budgetPool{}
 )
+
+// boundStatements bounds each of db's statements by its request's budget: inside a transaction a
+// statement runs on the request's context, not its BEGIN's, and database/sql rolls a transaction back
+// at its deadline only once the statement running then has returned.
+func boundStatements(db *gorm.DB) error {
+	bound := func(tx *gorm.DB) { tx.Statement.Context = bounded(tx.Statement.Context) }
+	cb := db.Callback()
+	for name, register := range map[string]func(string, func(*gorm.DB)) error{
+		"create": cb.Create().Before("*").Register,
+		"query":  cb.Query().Before("*").Register,
+		"update": cb.Update().Before("*").Register,
+		"delete": cb.Delete().Before("*").Register,
+		"row":    cb.Row().Before("*").Register,
+		"raw":    cb.Raw().Before("*").Register,
+	} {
+		if err := register("svc:budget", bound); err != nil {
+			return fmt.Errorf("bound %s statements: %w", name, err)
+		}
+	}
+	return nil
+}

@@ -229,6 +229,9 @@ func Open(url string, o Options) (*gorm.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", dialect, err)
 	}
+	if err := boundStatements(db); err != nil {
+		return nil, fmt.Errorf("open %s database: %w", dialect, err)
+	}
 	if dialect == Postgres {
 		// gorm's PostgreSQL dialector opens the pool itself (with its time zone handling); each call
 		// on it is bounded by its request's budget from here (budgetPool).

@@ -290,6 +290,7 @@ func (c *sqliteConn) wrote(t *ticket, err error) {
 	}
 	t.release()
 	if err == nil {
+		c.q.wrote.Store(time.Now().UnixNano())
 		c.k.wrote()
 	}
 }
@@ -351,6 +352,7 @@ func (tx *sqliteTx) Commit() error {
 	err := tx.Tx.Commit()
 	tx.end()
 	if err == nil && tx.t != nil {
+		tx.c.q.wrote.Store(time.Now().UnixNano())
 		tx.c.k.wrote()
 	}
 	return err

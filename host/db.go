@@ -114,9 +114,7 @@ func registerMigrate(p migrateParams) {
 // restart the pool still holds connections the server closed; each is found dead by the query that
 // uses it, and dropped. The check asks again on another connection while the answer is a dead one, so
 // that a database that is back is reported ready at once rather than after one failed probe per stale
-// connection. A database that answers reads but cannot take a write (SQLite's write lock held by
-// another process; PostgreSQL read-only, or unable to flush its log) is not ready either: every
-// signed request writes (its nonce), so a balancer must stop sending.
+// connection. A database that answers reads but cannot take a write is not ready either.
 func databaseReadiness(db *gorm.DB, cfg Config) plugin.Readiness {
 	return plugin.Readiness{Name: "database", Check: func(ctx context.Context) error {
 		var err error
@@ -126,7 +124,9 @@ func databaseReadiness(db *gorm.DB, cfg Config) plugin.Readiness {
 				if one != 1 {
 					return errors.New("SELECT 1 returned no row")
 				}
-				return writeProbe(ctx, db)
+				// A write of this process committed within the last second shows the database takes
+				// writes; else it is asked (database.TakesWrites).
+				return database.TakesWrites(ctx, db, time.Second)
 			}
 			if ctx.Err() != nil || !render.Unavailable(err) {
 				return err
@@ -134,21 +134,4 @@ func databaseReadiness(db *gorm.DB, cfg Config) plugin.Readiness {
 		}
 		return err
 	}}
-}
-
-// writeProbe takes a write, within ctx, and writes nothing that lasts: on SQLite the write lock
-// (BEGIN IMMEDIATE, in this process's write queue) and an empty commit; on PostgreSQL a transaction
-// ID, whose commit is flushed to the log.
-func writeProbe(ctx context.Context, db *gorm.DB) error {
-	if database.Dialect(db) == database.Postgres {
-		var xid int64
-		if err := db.WithContext(ctx).Raw("SELECT txid_current()").Row().Scan(&xid); err != nil {
-			return fmt.Errorf("write probe: %w", err)
-		}
-		return nil
-	}
-	if err := db.WithContext(ctx).Transaction(func(*gorm.DB) error { return nil }); err != nil {
-		return fmt.Errorf("write probe: %w", err)
-	}
-	return nil
 }

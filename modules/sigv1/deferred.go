@@ -157,9 +157,10 @@ func (g *Guard) leave(c *gin.Context, span trace.Span, ctx context.Context, a ad
 		// The route answered without writing (it refused the request first): the admission runs
 		// now, even if the client left meanwhile, and its refusals come before the route's.
 		if err := d.Admit(context.WithoutCancel(ctx)); err != nil && d.state != refused {
-			g.burn(ctx, a)
 			held.drop()
 			g.unavailable(c, err)
+			answered(c)
+			g.burn(ctx, a)
 			return
 		}
 	}
@@ -171,13 +172,15 @@ func (g *Guard) leave(c *gin.Context, span trace.Span, ctx context.Context, a ad
 		}
 		d.ans.write(c)
 	case uncertain:
-		// The write failed with an error and may have committed: its bytes must not run again.
-		g.afterward(ctx, d)
+		// The write failed with an error and may have committed: its bytes must not run again. The
+		// client has its answer first.
 		held.flush()
+		answered(c)
+		g.afterward(ctx, d)
 	default:
-		g.release(c, ctx, d.cl)
 		g.announceLimits(c, true, route.Uncounted, d.adm, now)
 		held.flush()
+		g.release(c, ctx, d.cl)
 	}
 }
 
@@ -186,7 +189,7 @@ func (g *Guard) leave(c *gin.Context, span trace.Span, ctx context.Context, a ad
 // the limits count it as if the admission had run first; a claim it takes is freed. The route's
 // answer stands whatever the admission says: if the batch committed, the admission finds its own nonce.
 func (g *Guard) afterward(ctx context.Context, d *deferred) {
-	ctx = context.WithoutCancel(ctx)
+	ctx = database.Afterwards(ctx)
 	if err := d.Admit(ctx); err != nil {
 		var ans *answer
 		if !errors.As(err, &ans) {
@@ -202,7 +205,7 @@ func (g *Guard) afterward(ctx context.Context, d *deferred) {
 // burn records the nonce of a request whose admission did not run to the end. Failures are only
 // logged: the request is answered either way.
 func (g *Guard) burn(ctx context.Context, a admission) {
-	if _, err := g.nonces.Record(context.WithoutCancel(ctx), a.agentID, a.nonce, a.at); err != nil {
+	if _, err := g.nonces.Record(database.Afterwards(ctx), a.agentID, a.nonce, a.at); err != nil {
 		g.log.WarnContext(ctx, "nonce of a write whose admission did not finish not recorded", "error", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/render"
+	"github.com/svcforum/svc/database"
 )
 
 // MaxBody is the largest body of a signed request (spec section 8).
@@ -124,8 +125,9 @@ func (g *Guard) Handle(c *gin.Context) {
 		refusal = problem.New(problem.KeyRevoked, "This key is revoked; sign with another active key of the agent.")
 	case route.Write:
 		if refusal, err = g.writeBlock(ctx, id.AgentID, id.OrgID); err != nil {
-			g.burnNonce(ctx, env, now)
 			g.unavailable(c, err)
+			answered(c)
+			g.burnNonce(database.Afterwards(ctx), env, now)
 			return
 		}
 	}
@@ -228,7 +230,8 @@ func (g *Guard) release(c *gin.Context, ctx context.Context, cl *claim) {
 	if cl == nil || cl.settled {
 		return
 	}
-	released, err := cl.release(context.WithoutCancel(ctx))
+	answered(c)
+	released, err := cl.release(database.Afterwards(ctx))
 	switch {
 	case err != nil:
 		g.log.WarnContext(ctx, "idempotency key not released; it frees itself when its lease ends", "error", err)
@@ -333,6 +336,15 @@ func (g *Guard) authFailed(c *gin.Context, err error) {
 
 // unavailable answers 503 when the database cannot answer a check: the guard fails closed.
 func (g *Guard) unavailable(c *gin.Context, err error) { unavailable(c, err) }
+
+// answered sends the client the answer written so far, before the clean-up that follows it (freeing a
+// key, recording a nonce: database.Afterwards), so that a request whose database stopped answering has
+// its 503 within its one deadline, not after its clean-up has waited another.
+func answered(c *gin.Context) {
+	if c.Writer.Written() {
+		c.Writer.Flush()
+	}
+}
 
 func unavailable(c *gin.Context, err error) {
 	if render.ClientGone(c, err) {
