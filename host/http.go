@@ -148,8 +148,8 @@ func newListeners(p listenersParams) (*Listeners, error) {
 	return ls, nil
 }
 
-// newEngine builds a listener's engine; early run after the request ID, the access log and recovery, and
-// before negotiation.
+// newEngine builds a listener's engine; early run after the request ID, the access log, recovery and
+// the refusal of a body framed twice (oneFraming), and before negotiation.
 func newEngine(name string, p listenersParams, ready gin.HandlerFunc, early ...gin.HandlerFunc) (*gin.Engine, error) {
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
@@ -163,7 +163,7 @@ func newEngine(name string, p listenersParams, ready gin.HandlerFunc, early ...g
 	// Only the header a proxy appends to: X-Real-IP, which gin also reads, may come from the client.
 	e.RemoteIPHeaders = []string{"X-Forwarded-For"}
 	e.Use(p.Tracing.middleware(name)...)
-	e.Use(requestID(), observe(name, p.Log, p.Metrics), recovery(p.Log))
+	e.Use(requestID(), observe(name, p.Log, p.Metrics), recovery(p.Log), oneFraming())
 	e.Use(early...)
 	e.Use(negotiate())
 	e.NoRoute(notFound)
@@ -225,7 +225,8 @@ func (c Config) httpServer(addr string, h http.Handler, log *slog.Logger) *http.
 		ReadTimeout:       c.HTTP.Read,
 		WriteTimeout:      c.HTTP.Write,
 		IdleTimeout:       c.HTTP.Idle,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ConnContext:       connContext,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 }
@@ -247,7 +248,7 @@ func registerServers(lc fx.Lifecycle, cfg Config, ls *Listeners, log *slog.Logge
 				s.mu.Unlock()
 				log.Info("listening", "listener", s.name, "addr", ln.Addr().String())
 				go func() {
-					if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					if err := s.srv.Serve(headListener{ln}); err != nil && !errors.Is(err, http.ErrServerClosed) {
 						log.Error("listener stopped", "listener", s.name, "error", err)
 						_ = shutdown.Shutdown(fx.ExitCode(1))
 					}
