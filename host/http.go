@@ -77,6 +77,8 @@ type listenersParams struct {
 	Guard     *plugin.Guard      `optional:"true"`
 	Site      *site.Site
 	Drain     *drain
+	// The locations discovery names, which the published documents' budget covers.
+	Publications []plugin.Publication `group:"svc.publications"`
 }
 
 // newListeners builds one gin engine per listener and mounts every module's routes on the listeners of
@@ -104,7 +106,7 @@ func newListeners(p listenersParams) (*Listeners, error) {
 	if err != nil {
 		return nil, err
 	}
-	public.Use(limitAddresses(newAddressLimiter(p.Config.PublicRate, p.Config.PublicBurst), p.Site))
+	public.Use(limitAddresses(newBudgets(p.Config, p.Publications), p.Site))
 	public.NoRoute(pageOr(p.Site, notFound))
 	public.NoMethod(pageOr(p.Site, methodNotAllowed))
 	// The agent plane is never served here, and its address is not published (spec section 1.4).
