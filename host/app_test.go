@@ -39,6 +39,7 @@ func testConfig(t *testing.T, dialect string) Config {
 	cfg.Settings = testSettings()
 	// The tests read far faster than a person; the limit itself is tested on its own.
 	cfg.PublicRate, cfg.PublicBurst = 1e6, 1e6
+	cfg.PublicDocumentsRate, cfg.PublicDocumentsBurst = 1e6, 1e6
 	return cfg
 }
 

@@ -560,12 +560,14 @@ func TestValidateRefusesSettingsThatUndoThemselves(t *testing.T) {
 		edit func(*Config)
 		flag string
 	}{
-		"NaN rate":         {func(c *Config) { c.PublicRate = math.NaN() }, "--public-rate"},
-		"infinite rate":    {func(c *Config) { c.PublicRate = math.Inf(1) }, "--public-rate"},
-		"no connections":   {func(c *Config) { c.DB.MaxOpenConns = -1 }, "--db-max-open-conns"},
-		"zero connections": {func(c *Config) { c.DB.MaxOpenConns = 0 }, "--db-max-open-conns"},
-		"negative idle":    {func(c *Config) { c.DB.MaxIdleConns = -1 }, "--db-max-idle-conns"},
-		"no wait":          {func(c *Config) { c.DatabaseWait = 0 }, "--database-wait"},
+		"NaN rate":           {func(c *Config) { c.PublicRate = math.NaN() }, "--public-rate"},
+		"infinite rate":      {func(c *Config) { c.PublicRate = math.Inf(1) }, "--public-rate"},
+		"NaN documents rate": {func(c *Config) { c.PublicDocumentsRate = math.NaN() }, "--public-documents-rate"},
+		"no documents burst": {func(c *Config) { c.PublicDocumentsBurst = 0 }, "--public-documents-burst"},
+		"no connections":     {func(c *Config) { c.DB.MaxOpenConns = -1 }, "--db-max-open-conns"},
+		"zero connections":   {func(c *Config) { c.DB.MaxOpenConns = 0 }, "--db-max-open-conns"},
+		"negative idle":      {func(c *Config) { c.DB.MaxIdleConns = -1 }, "--db-max-idle-conns"},
+		"no wait":            {func(c *Config) { c.DatabaseWait = 0 }, "--database-wait"},
 	} {
 		cfg := testConfig(t, "sqlite")
 		c.edit(&cfg)

@@ -37,6 +37,10 @@ type Config struct {
 	// second, and the burst above it), so that no reader can starve the others or the writes.
 	PublicRate  float64
 	PublicBurst int
+	// PublicDocumentsRate and PublicDocumentsBurst are each client address's own budget for the
+	// published documents (budgets.documentPath): a tool bootstrapping from discovery reads them all at once.
+	PublicDocumentsRate  float64
+	PublicDocumentsBurst int
 	// ReadDB is the pool of the public read plane, apart from the writes' pool.
 	ReadDB database.Options
 	// Jobs tune the durable job runner.
@@ -86,6 +90,11 @@ func DefaultConfig() Config {
 		LogLevel:        "info",
 		LogFormat:       "auto",
 		Settings:        DefaultSettings(),
+
+		// A walk of discovery: its locations (83 with every module) and every example its index lists (about
+		// 370), with room to grow.
+		PublicDocumentsRate:  30,
+		PublicDocumentsBurst: 1000,
 	}
 }
 
@@ -122,6 +131,8 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "agent-private-url", Sources: env("SVC_AGENT_PRIVATE_URL"), Category: "listeners", Usage: "absolute URL at which agents on the private network reach it (with --agent-private-addr)"},
 		&cli.FloatFlag{Name: "public-rate", Value: d.PublicRate, Sources: env("SVC_PUBLIC_RATE"), Category: "listeners", Usage: "public listener: requests per second per client address (429 beyond the burst)"},
 		&cli.IntFlag{Name: "public-burst", Value: d.PublicBurst, Sources: env("SVC_PUBLIC_BURST"), Category: "listeners", Usage: "public listener: requests a client address may send at once above its rate"},
+		&cli.FloatFlag{Name: "public-documents-rate", Value: d.PublicDocumentsRate, Sources: env("SVC_PUBLIC_DOCUMENTS_RATE"), Category: "listeners", Usage: "public listener: requests per second per client address for the published documents (/.well-known/svc, /openapi.json, /contracts/, /developers/ and every location discovery names), apart from the other pages"},
+		&cli.IntFlag{Name: "public-documents-burst", Value: d.PublicDocumentsBurst, Sources: env("SVC_PUBLIC_DOCUMENTS_BURST"), Category: "listeners", Usage: "public listener: requests for the published documents a client address may send at once above their rate (a whole walk of discovery)"},
 		&cli.StringFlag{Name: "trusted-proxies", Sources: env("SVC_TRUSTED_PROXIES"), Category: "listeners", Usage: "comma-separated proxy IPs or CIDRs whose X-Forwarded-For is believed (default: none)"},
 		&cli.DurationFlag{Name: "read-header-timeout", Value: d.HTTP.ReadHeader, Sources: env("SVC_READ_HEADER_TIMEOUT"), Category: "listeners", Usage: "time to read a request's headers"},
 		&cli.DurationFlag{Name: "read-timeout", Value: d.HTTP.Read, Sources: env("SVC_READ_TIMEOUT"), Category: "listeners", Usage: "time to read a whole request"},
@@ -191,6 +202,9 @@ func configFrom(cmd *cli.Command) (Config, error) {
 		LogLevel:     cmd.String("log-level"),
 		LogFormat:    cmd.String("log-format"),
 		Settings:     cmd,
+
+		PublicDocumentsRate:  cmd.Float("public-documents-rate"),
+		PublicDocumentsBurst: cmd.Int("public-documents-burst"),
 	}
 	return c, c.Validate()
 }
@@ -222,6 +236,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.PublicRate > 0) || math.IsInf(c.PublicRate, 1) || c.PublicBurst < 1 { // NaN and +Inf would lift the limit
 		return fmt.Errorf("--public-rate must be a positive number and --public-burst at least 1, got %g and %d", c.PublicRate, c.PublicBurst)
+	}
+	if !(c.PublicDocumentsRate > 0) || math.IsInf(c.PublicDocumentsRate, 1) || c.PublicDocumentsBurst < 1 {
+		return fmt.Errorf("--public-documents-rate must be a positive number and --public-documents-burst at least 1, got %g and %d", c.PublicDocumentsRate, c.PublicDocumentsBurst)
 	}
 	if c.Jobs.Workers < 1 || c.Jobs.PollInterval < 10*time.Millisecond || c.Jobs.Timeout <= 0 || c.Jobs.RescueAfter <= c.Jobs.Timeout {
 		return fmt.Errorf("jobs: --jobs-workers at least 1, --jobs-poll-interval at least 10ms, and --jobs-rescue-after (%s) longer than --jobs-timeout (%s)", c.Jobs.RescueAfter, c.Jobs.Timeout)

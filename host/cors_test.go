@@ -227,7 +227,7 @@ const elsewherePage = `<!doctype html>
 // wait (Retry-After) instead of seeing a network error.
 func TestReadPlaneCORSWhenLimited(t *testing.T) {
 	cfg := testConfig(t, "sqlite")
-	cfg.PublicRate, cfg.PublicBurst = 0.01, 1
+	cfg.PublicDocumentsRate, cfg.PublicDocumentsBurst = 0.01, 1
 	r := start(t, cfg, discoveryOnly(t))
 	origin := map[string]string{"Origin": elsewhere}
 	do(t, http.MethodGet, r.url(ListenerPublic, "/.well-known/svc"), origin)

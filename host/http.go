@@ -77,6 +77,8 @@ type listenersParams struct {
 	Guard     *plugin.Guard      `optional:"true"`
 	Site      *site.Site
 	Drain     *drain
+	// The locations discovery names, which the published documents' budget covers.
+	Publications []plugin.Publication `group:"svc.publications"`
 }
 
 // newListeners builds one gin engine per listener and mounts every module's routes on the listeners of
@@ -104,7 +106,7 @@ func newListeners(p listenersParams) (*Listeners, error) {
 	if err != nil {
 		return nil, err
 	}
-	public.Use(limitAddresses(newAddressLimiter(p.Config.PublicRate, p.Config.PublicBurst), p.Site))
+	public.Use(limitAddresses(newBudgets(p.Config, p.Publications), p.Site))
 	public.NoRoute(pageOr(p.Site, notFound))
 	public.NoMethod(pageOr(p.Site, methodNotAllowed))
 	// The agent plane is never served here, and its address is not published (spec section 1.4).
@@ -148,8 +150,8 @@ func newListeners(p listenersParams) (*Listeners, error) {
 	return ls, nil
 }
 
-// newEngine builds a listener's engine; early run after the request ID, the access log and recovery, and
-// before negotiation.
+// newEngine builds a listener's engine; early run after the request ID, the access log, recovery and
+// the refusal of a body framed twice (oneFraming), and before negotiation.
 func newEngine(name string, p listenersParams, ready gin.HandlerFunc, early ...gin.HandlerFunc) (*gin.Engine, error) {
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
@@ -163,7 +165,7 @@ func newEngine(name string, p listenersParams, ready gin.HandlerFunc, early ...g
 	// Only the header a proxy appends to: X-Real-IP, which gin also reads, may come from the client.
 	e.RemoteIPHeaders = []string{"X-Forwarded-For"}
 	e.Use(p.Tracing.middleware(name)...)
-	e.Use(requestID(), observe(name, p.Log, p.Metrics), recovery(p.Log), dbBudget(p.Config.DB.Timeout))
+	e.Use(requestID(), observe(name, p.Log, p.Metrics), recovery(p.Log), oneFraming(), dbBudget(p.Config.DB.Timeout))
 	e.Use(early...)
 	e.Use(negotiate())
 	e.NoRoute(notFound)
@@ -225,7 +227,8 @@ func (c Config) httpServer(addr string, h http.Handler, log *slog.Logger) *http.
 		ReadTimeout:       c.HTTP.Read,
 		WriteTimeout:      c.HTTP.Write,
 		IdleTimeout:       c.HTTP.Idle,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ConnContext:       connContext,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 }
@@ -247,7 +250,7 @@ func registerServers(lc fx.Lifecycle, cfg Config, ls *Listeners, log *slog.Logge
 				s.mu.Unlock()
 				log.Info("listening", "listener", s.name, "addr", ln.Addr().String())
 				go func() {
-					if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					if err := s.srv.Serve(headListener{ln}); err != nil && !errors.Is(err, http.ErrServerClosed) {
 						log.Error("listener stopped", "listener", s.name, "error", err)
 						_ = shutdown.Shutdown(fx.ExitCode(1))
 					}

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -23,11 +24,11 @@ func TestPublicRateLimitPerAddress(t *testing.T) {
 	cfg.PublicRate, cfg.PublicBurst = 0.01, 3 // three at once, then one every 100 s
 	r := start(t, cfg, discoveryOnly(t))
 	for i := range cfg.PublicBurst {
-		if res := do(t, "GET", r.url(ListenerPublic, "/.well-known/svc"), nil); res.status != 200 {
+		if res := do(t, "GET", r.url(ListenerPublic, "/"), nil); res.status != 200 {
 			t.Fatalf("request %d within the burst: %d", i+1, res.status)
 		}
 	}
-	res := do(t, "GET", r.url(ListenerPublic, "/.well-known/svc"), nil)
+	res := do(t, "GET", r.url(ListenerPublic, "/"), nil)
 	p := checkProblem(t, res, http.StatusTooManyRequests, "rate_limited")
 	if ra, err := strconv.Atoi(res.header.Get("Retry-After")); err != nil || ra < 1 || p["retry_after_seconds"] != float64(ra) {
 		t.Fatalf("Retry-After %q, retry_after_seconds %v", res.header.Get("Retry-After"), p["retry_after_seconds"])
@@ -110,11 +111,77 @@ func TestMalformedQueryRefused(t *testing.T) {
 	}
 }
 
+// A tool bootstrapping from discovery (an OpenAPI loader, an MCP server) reads every location the
+// document names, and every example its index lists, at once from one address: with the default
+// budgets none of it is refused, although it is more than the pages' burst, and it takes nothing from
+// the forum's pages and API, which are still refused past their own burst.
+func TestDiscoveryWalkFitsItsBudget(t *testing.T) {
+	cfg := testConfig(t, "sqlite")
+	cfg.BaseURL = discoveryBase
+	cfg.Settings = settings{testSettings(), map[string]any{"releases-dir": "testdata/releases"}}
+	d := DefaultConfig()
+	// The default bursts, and hardly any refill, so that the walk's pace plays no part.
+	cfg.PublicRate, cfg.PublicBurst = 0.001, d.PublicBurst
+	cfg.PublicDocumentsRate, cfg.PublicDocumentsBurst = 0.001, d.PublicDocumentsBurst
+	r := start(t, cfg, allModules(t))
+	client := baseClient(t, r.listeners.Addr(ListenerPublic))
+
+	walked := 0
+	get := func(url string) response {
+		t.Helper()
+		walked++
+		res := fetch(t, client, http.MethodGet, url, nil)
+		if res.status != http.StatusOK {
+			t.Fatalf("request %d of the walk, GET %s: %d %.300s", walked, url, res.status, res.body)
+		}
+		return res
+	}
+	var doc discoveryDocument
+	if err := json.Unmarshal(get(discoveryBase+"/.well-known/svc").body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	named := doc.named(t)
+	for _, url := range named {
+		get(url)
+	}
+	var index struct {
+		Shapes []struct {
+			Schema         string
+			Valid, Invalid []string
+		}
+	}
+	if err := json.Unmarshal(get(named["examples"]).body, &index); err != nil || len(index.Shapes) == 0 {
+		t.Fatalf("examples index: %v", err)
+	}
+	for _, s := range index.Shapes {
+		for _, u := range append(append([]string{s.Schema}, s.Valid...), s.Invalid...) {
+			get(u)
+		}
+	}
+	if len(named) <= cfg.PublicBurst {
+		t.Fatalf("discovery names %d locations, no more than the pages' burst %d: the test proves nothing", len(named), cfg.PublicBurst)
+	}
+	t.Logf("the walk: %d requests (%d locations), within the documents' burst of %d", walked, len(named), cfg.PublicDocumentsBurst)
+
+	for i := range cfg.PublicBurst {
+		if res := do(t, http.MethodGet, r.url(ListenerPublic, "/api/v1/categories"), nil); res.status != http.StatusOK {
+			t.Fatalf("request %d of the forum's API after the walk: %d %s", i+1, res.status, res.body)
+		}
+	}
+	checkProblem(t, do(t, http.MethodGet, r.url(ListenerPublic, "/api/v1/categories"), nil), http.StatusTooManyRequests, "rate_limited")
+	if page := do(t, http.MethodGet, r.url(ListenerPublic, "/forum"), browser); page.status != http.StatusTooManyRequests {
+		t.Fatalf("the forum's page past the pages' burst: %d", page.status)
+	}
+	if res := get(discoveryBase + "/.well-known/svc"); len(res.body) == 0 {
+		t.Fatal("the discovery document, with the pages' budget spent: empty")
+	}
+}
+
 // An IPv6 client counts as its /64: its hosts may take any address in it, and a fresh address must
 // not be a fresh burst. Another /64, and an IPv4 client, have buckets of their own.
 func TestPublicRateLimitPerIPv6Network(t *testing.T) {
 	e := gin.New()
-	e.Use(limitAddresses(newAddressLimiter(0.01, 1), nil))
+	e.Use(limitAddresses(budgets{pages: newAddressLimiter(0.01, 1)}, nil))
 	e.GET("/x", func(c *gin.Context) { c.Status(http.StatusOK) })
 	get := func(remote string) int {
 		req := httptest.NewRequest(http.MethodGet, "/x", nil)
@@ -147,7 +214,7 @@ func TestTrustedProxiesBelieveForwardedForOnly(t *testing.T) {
 	cfg.PublicRate, cfg.PublicBurst = 0.01, 1
 	r := start(t, cfg, discoveryOnly(t))
 	get := func(header, addr string) int {
-		return do(t, "GET", r.url(ListenerPublic, "/.well-known/svc"), map[string]string{header: addr}).status
+		return do(t, "GET", r.url(ListenerPublic, "/"), map[string]string{header: addr}).status
 	}
 	for _, tc := range []struct {
 		header, addr string

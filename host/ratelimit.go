@@ -2,6 +2,7 @@ package host
 
 import (
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/render"
 	"github.com/svcforum/svc/contracts/site"
+	"github.com/svcforum/svc/modules/discovery"
 )
 
 // limiterAddresses bounds the per-address limiters a replica keeps: the most recently seen addresses.
@@ -57,13 +59,55 @@ func (l *addressLimiter) allow(addr string, now time.Time) (ok bool, retryAfter 
 	return false, max(1, int(math.Ceil(delay.Seconds())))
 }
 
-// limitAddresses answers 429 rate_limited, with Retry-After, to an address over its limit; the probes
-// of /health are never limited. A person gets the site's page, a program a problem.
-func limitAddresses(l *addressLimiter, s *site.Site) gin.HandlerFunc {
+// budgets are the public listener's limits: one for the pages and the API, and one of its own for the
+// published documents, which a tool bootstrapping from discovery (an OpenAPI loader, an MCP server)
+// reads all at once. Those are immutable files served from memory with ETags, so a burst that covers a
+// whole walk costs little, and takes nothing from the pages' budget.
+type budgets struct {
+	pages, documents *addressLimiter
+	published        map[string]bool // the exact paths discovery names
+}
+
+func newBudgets(cfg Config, pubs []plugin.Publication) budgets {
+	published := make(map[string]bool, len(pubs))
+	for _, p := range pubs {
+		published[p.Path] = true
+	}
+	return budgets{
+		pages:     newAddressLimiter(cfg.PublicRate, cfg.PublicBurst),
+		documents: newAddressLimiter(cfg.PublicDocumentsRate, cfg.PublicDocumentsBurst),
+		published: published,
+	}
+}
+
+// documentPath reports whether path is a published document: the discovery document, the OpenAPI
+// document, the contracts tree, the developers' guides, and every other location discovery names (a
+// release's manifest, a JSON Web Key Set).
+func (b budgets) documentPath(path string) bool {
+	switch {
+	case path == discovery.DocumentPath, path == discovery.PublicAPI,
+		strings.HasPrefix(path, discovery.ContractsDir+"/"), strings.HasPrefix(path, developersDir),
+		b.published[path]:
+		return true
+	}
+	return false
+}
+
+// developersDir holds the guides for the developers of agents (discovery.SkillPath).
+const developersDir = "/developers/"
+
+// limitAddresses answers 429 rate_limited, with Retry-After, to an address over its budget (the
+// documents' or the pages'); the probes of /health are never limited. A person gets the site's page, a
+// program a problem.
+func limitAddresses(b budgets, s *site.Site) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if probe(c.FullPath()) {
 			c.Next()
 			return
+		}
+		l := b.pages
+		if b.documents != nil && b.documentPath(c.Request.URL.Path) {
+			l = b.documents
 		}
 		ok, retry := l.allow(plugin.ClientKey(c), time.Now())
 		if ok {

@@ -8,11 +8,14 @@
 # Environment:
 #   SVC_POSTGRES_IMAGE  image tag to build            (default svc-postgres:15)
 #   SVC_IMAGE_CACHE     where the rootfs tarball is kept (default $HOME/.cache/svc-images)
-#   SVC_DEBIAN_MIRROR   Debian mirror (default: the one in /etc/apt/sources.list.d/debian.sources,
-#                       else http://deb.debian.org/debian)
+#   SVC_DEBIAN_MIRROR   Debian mirror (default: the machine's own, from its APT sources; mirror.sh)
 #
-# The trimmed rootfs tarball is cached, keyed by a hash of this script and entrypoint.sh; the image
-# carries the hash as label svc.build-hash. Nothing is rebuilt until one of the two scripts changes.
+# No mirror is named here: without SVC_DEBIAN_MIRROR the build takes the first source of Debian
+# bookworm that /etc/apt/sources.list, sources.list.d/*.list or *.sources configures, and stops,
+# saying so, when there is none.
+#
+# The trimmed rootfs tarball is cached, keyed by a hash of this script, mirror.sh and entrypoint.sh;
+# the image carries the hash as label svc.build-hash. Nothing is rebuilt until one of them changes.
 # Progress goes to stderr; the final status line goes to stdout.
 set -euo pipefail
 
@@ -29,7 +32,9 @@ die() {
 }
 
 command -v docker >/dev/null || die "docker is not installed"
-hash=$(cat "$here/build.sh" "$here/entrypoint.sh" | sha256sum | cut -c1-16)
+hash=$(cat "$here/build.sh" "$here/mirror.sh" "$here/entrypoint.sh" | sha256sum | cut -c1-16)
+# shellcheck source=SCRIPTDIR/mirror.sh
+source "$here/mirror.sh"
 
 image_hash() { docker image inspect --format '{{ index .Config.Labels "svc.build-hash" }}' "$tag" 2>/dev/null || true; }
 
@@ -61,26 +66,6 @@ fi
 
 rootfs_tar=$cache_dir/postgres15-rootfs-$hash.tar
 start=$SECONDS
-
-# The Debian mirror: the URIs of the deb822 stanza for the plain suite (not -security/-updates).
-debian_mirror() {
-	local m=${SVC_DEBIAN_MIRROR:-}
-	if [ -z "$m" ] && [ -r /etc/apt/sources.list.d/debian.sources ]; then
-		m=$(awk -v suite="$suite" 'BEGIN { RS = ""; FS = "\n" }
-			{
-				uris = ""; suites = ""
-				for (i = 1; i <= NF; i++) {
-					if ($i ~ /^URIs:/)   { uris = $i;   sub(/^URIs:[ \t]*/, "", uris) }
-					if ($i ~ /^Suites:/) { suites = $i; sub(/^Suites:[ \t]*/, "", suites) }
-				}
-				if (uris != "" && (" " suites " ") ~ (" " suite " ")) { split(uris, u, /[ \t]+/); print u[1]; exit }
-			}' /etc/apt/sources.list.d/debian.sources)
-	fi
-	case "$m" in
-	http://* | https://*) echo "${m%/}" ;;
-	*) echo http://deb.debian.org/debian ;;
-	esac
-}
 
 ensure_debootstrap() {
 	local pkgs=()
@@ -178,9 +163,9 @@ trim_rootfs() {
 }
 
 build_rootfs() {
-	ensure_debootstrap
 	local mirror
-	mirror=$(debian_mirror)
+	mirror=$(debian_mirror "$suite") || die "no Debian mirror to bootstrap from"
+	ensure_debootstrap
 	work=$(mktemp -d "$cache_dir/postgres-build.XXXXXX")
 	local rootfs=$work/rootfs
 
