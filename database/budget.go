@@ -67,31 +67,29 @@ func bounded(ctx context.Context) context.Context {
 	if d, has := ctx.Deadline(); has && !d.After(end) {
 		return ctx
 	}
-	b := ctx.Value(budgetKey{}).(*budget)
 	bctx, cancel := context.WithDeadline(ctx, end)
-	b.mu.Lock()
-	if b.over {
-		b.mu.Unlock()
-		cancel()
-		return ctx
-	}
-	b.cancels = append(b.cancels, cancel)
-	b.mu.Unlock()
-	return bctx
+	return kept(ctx, bctx, cancel)
 }
 
 // sent is the context a request's statement that may write runs on once it is sent: bounded by the
-// request's budget and no longer by its client (Detached). A context that has ended, or has no budget (work that is not
-// a request's), is left as it is: database/sql refuses the call on an ended one before sending it.
+// request's budget and no longer by its client (detached). A context that has ended, or has no budget
+// (work that is not a request's), is left as it is: database/sql refuses the call on an ended one
+// before sending it.
 func sent(ctx context.Context, query string) context.Context {
 	if !mayWrite(query) {
 		return bounded(ctx) // a read cut short commits nothing: it ends with its client
 	}
-	b, ok := ctx.Value(budgetKey{}).(*budget)
-	if !ok || ctx.Err() != nil {
+	if _, ok := ctx.Value(budgetKey{}).(*budget); !ok || ctx.Err() != nil {
 		return ctx
 	}
-	d, cancel := Detached(ctx)
+	d, cancel := detached(ctx)
+	return kept(ctx, d, cancel)
+}
+
+// kept returns derived, whose cancel the budget of ctx calls when its request ends; once it has
+// ended, ctx itself.
+func kept(ctx, derived context.Context, cancel context.CancelFunc) context.Context {
+	b := ctx.Value(budgetKey{}).(*budget)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.over {
@@ -99,7 +97,7 @@ func sent(ctx context.Context, query string) context.Context {
 		return ctx
 	}
 	b.cancels = append(b.cancels, cancel)
-	return d
+	return derived
 }
 
 // finish ends the budget: the contexts it bounded are released (the request has answered, and rows
@@ -126,11 +124,11 @@ func Afterwards(ctx context.Context) context.Context {
 	return ctx
 }
 
-// Detached is ctx without its cancellation (a client that went away), keeping its values and its
+// detached is ctx without its cancellation (a client that went away), keeping its values and its
 // deadline: what a write runs on once it has been sent, so that its outcome is known, its
 // connection's transaction is ended, and its Idempotency-Key is settled or released at once, rather
 // than left to the server's noticing the client is gone.
-func Detached(ctx context.Context) (context.Context, context.CancelFunc) {
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	d, ok := ctx.Deadline()
 	if end, has := Deadline(ctx); has && (!ok || end.Before(d)) {
 		d, ok = end, true
@@ -141,9 +139,9 @@ func Detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithDeadline(context.WithoutCancel(ctx), d)
 }
 
-// budgetPool is PostgreSQL's *sql.DB as gorm's connection pool, each call bounded by its request's
-// budget (a transaction by its BEGIN's context, which database/sql watches for the whole transaction).
-// SQLite's pool (sqlitePool) does the same in front of its write queue.
+// budgetPool is PostgreSQL's *sql.DB as gorm's connection pool. gorm's statements have their
+// request's budget already (boundStatements); a transaction's BEGIN gets it here, as in SQLite's pool
+// (sqlitePool).
 //
 // A request's statement outside a transaction commits on its own, so once it is sent it runs to its
 // end, within the budget, even if the client goes away (sent): cut short, the driver closes the
@@ -169,7 +167,7 @@ func (p budgetPool) QueryRowContext(ctx context.Context, query string, args ...a
 }
 
 func (p budgetPool) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	return p.db.PrepareContext(bounded(ctx), query)
+	return p.db.PrepareContext(ctx, query)
 }
 
 // GetDBConn is the pool's *sql.DB, as gorm's DB() returns it.

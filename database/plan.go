@@ -274,7 +274,7 @@ func runBatch(ctx context.Context, db *gorm.DB, steps []port.Step) (failed int, 
 	// still holds): cut short, the connection would be closed under a transaction the server still
 	// runs, which holds the nonce's, the key's and the windows' rows until it notices, and the write's
 	// outcome would be unknown, its key held until its lease ended.
-	sent, cancel := Detached(ctx)
+	sent, cancel := detached(ctx)
 	defer cancel()
 	failed = -1
 	err = conn.Raw(func(driverConn any) (err error) {

@@ -109,6 +109,8 @@ func (p *sqlitePool) queued(ctx context.Context, call func(ctx context.Context) 
 }
 
 func (p *sqlitePool) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error) {
+	// A statement has its request's budget from gorm's callback (boundStatements); a transaction's
+	// BEGIN is no statement of gorm's, so it gets it here.
 	ctx = bounded(ctx)
 	if opts != nil && opts.ReadOnly {
 		return p.db.BeginTx(ctx, opts)
@@ -122,7 +124,6 @@ func (p *sqlitePool) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx,
 }
 
 func (p *sqlitePool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	ctx = bounded(ctx)
 	if !mayWrite(query) {
 		return p.db.ExecContext(ctx, query, args...)
 	}
@@ -135,7 +136,6 @@ func (p *sqlitePool) ExecContext(ctx context.Context, query string, args ...any)
 }
 
 func (p *sqlitePool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	ctx = bounded(ctx)
 	if !mayWrite(query) {
 		return p.db.QueryContext(ctx, query, args...)
 	}
@@ -148,7 +148,6 @@ func (p *sqlitePool) QueryContext(ctx context.Context, query string, args ...any
 }
 
 func (p *sqlitePool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	ctx = bounded(ctx)
 	if !mayWrite(query) {
 		return p.db.QueryRowContext(ctx, query, args...)
 	}
@@ -167,7 +166,7 @@ func (p *sqlitePool) QueryRowContext(ctx context.Context, query string, args ...
 
 // PrepareContext prepares on the pool: the statement queues in the driver each time it runs.
 func (p *sqlitePool) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	return p.db.PrepareContext(bounded(ctx), query)
+	return p.db.PrepareContext(ctx, query)
 }
 
 // GetDBConn is the pool's *sql.DB, as gorm's DB() returns it.

@@ -2,10 +2,7 @@ package sigv1
 
 import (
 	"fmt"
-	"io"
 	"strconv"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -17,28 +14,6 @@ import (
 // and a closing line when more rows match than --limit shows; a show is one "name: value" line per
 // member, then a table of the rows it holds (an organisation's agents, an agent's keys). With --json
 // both print one JSON object (plugin.Print).
-
-// table is rows of cells under a header.
-type table struct {
-	header []string
-	rows   [][]string
-}
-
-func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
-
-// write prints the table, columns padded to line up; an empty table prints its header only.
-func (t table) write(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(t.header, "\t"))
-	for _, r := range t.rows {
-		cells := make([]string, len(r))
-		for i, c := range r {
-			cells[i] = printable(c)
-		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
-	}
-	return tw.Flush()
-}
 
 // printable is a table cell: plugin.Printable (an organisation's name comes from an application, so it
 // must neither redraw the screen nor break the table), and "-" for nothing.
@@ -59,12 +34,12 @@ func stampOrNone(t *time.Time) string {
 }
 
 // printList prints a list: the JSON object {name: rows, "more": more} with --json, else the table.
-func printList(cmd *cli.Command, name string, rows any, more bool, t table) error {
+func printList(cmd *cli.Command, name string, rows any, more bool, t plugin.Table) error {
 	w := cmd.Root().Writer
 	if cmd.Bool("json") {
 		return plugin.Print(cmd, w, map[string]any{name: rows, "more": more})
 	}
-	if err := t.write(w); err != nil {
+	if err := t.Write(w); err != nil {
 		return err
 	}
 	if more {
@@ -79,7 +54,7 @@ type field struct{ name, value string }
 
 // printShow prints a show: v as one JSON object with --json, else the fields and, when it has rows,
 // the titled table.
-func printShow(cmd *cli.Command, v any, fields []field, title string, t table) error {
+func printShow(cmd *cli.Command, v any, fields []field, title string, t plugin.Table) error {
 	w := cmd.Root().Writer
 	if cmd.Bool("json") {
 		return plugin.Print(cmd, w, v)
@@ -92,22 +67,22 @@ func printShow(cmd *cli.Command, v any, fields []field, title string, t table) e
 	if title == "" {
 		return nil
 	}
-	fmt.Fprintf(w, "\n%s (%d):\n", title, len(t.rows))
-	return t.write(w)
+	fmt.Fprintf(w, "\n%s (%d):\n", title, len(t.Rows))
+	return t.Write(w)
 }
 
-func orgTable(orgs []OrgView) table {
-	t := table{header: []string{"ORG_ID", "NAME", "STATE", "AGENTS", "CREATED"}}
+func orgTable(orgs []OrgView) plugin.Table {
+	t := plugin.Table{Header: []string{"ORG_ID", "NAME", "STATE", "AGENTS", "CREATED"}}
 	for _, o := range orgs {
-		t.add(o.ID, o.Name, o.State, strconv.FormatInt(o.Agents, 10), stamp(o.CreatedAt))
+		t.Add(o.ID, o.Name, o.State, strconv.FormatInt(o.Agents, 10), stamp(o.CreatedAt))
 	}
 	return t
 }
 
-func agentTable(agents []AgentView, withOrg bool) table {
-	t := table{header: []string{"AGENT_ID", "HANDLE", "STATE", "WRITES", "KEYS", "CREATED"}}
+func agentTable(agents []AgentView, withOrg bool) plugin.Table {
+	t := plugin.Table{Header: []string{"AGENT_ID", "HANDLE", "STATE", "WRITES", "KEYS", "CREATED"}}
 	if withOrg {
-		t.header = append(t.header, "ORG")
+		t.Header = append(t.Header, "ORG")
 	}
 	for _, a := range agents {
 		writes := "open"
@@ -118,22 +93,22 @@ func agentTable(agents []AgentView, withOrg bool) table {
 		if withOrg {
 			cells = append(cells, a.OrgName)
 		}
-		t.add(cells...)
+		t.Add(cells...)
 	}
 	return t
 }
 
-func keyTable(keys []KeyView, withHandle bool) table {
-	t := table{header: []string{"KEY_ID", "STATE", "FINGERPRINT", "CREATED", "REVOKED"}}
+func keyTable(keys []KeyView, withHandle bool) plugin.Table {
+	t := plugin.Table{Header: []string{"KEY_ID", "STATE", "FINGERPRINT", "CREATED", "REVOKED"}}
 	if withHandle {
-		t.header = append(t.header, "AGENT")
+		t.Header = append(t.Header, "AGENT")
 	}
 	for _, k := range keys {
 		cells := []string{k.ID, k.State, k.Fingerprint, stamp(k.CreatedAt), stampOrNone(k.RevokedAt)}
 		if withHandle {
 			cells = append(cells, k.Handle)
 		}
-		t.add(cells...)
+		t.Add(cells...)
 	}
 	return t
 }

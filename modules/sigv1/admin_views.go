@@ -159,7 +159,7 @@ func keyShow(invoke plugin.Invoke) *cli.Command {
 					{"key_id", k.ID}, {"agent_id", k.AgentID}, {"handle", k.Handle}, {"state", k.State},
 					{"fingerprint", k.Fingerprint}, {"public_key", k.PublicKey},
 					{"created_at", stamp(k.CreatedAt)}, {"revoked_at", stampOrNone(k.RevokedAt)},
-				}, "", table{})
+				}, "", plugin.Table{})
 			})
 		},
 	}
