@@ -31,6 +31,13 @@ type ctOperation struct {
 	codes    [][2]string // {status, code}, in check order
 }
 
+// ctTools names each arena operation's tool: the contract's one vocabulary (svc-connector's arena
+// runner drives them; its MCP server offers none of them to a model).
+var ctTools = map[string]string{
+	arena.GrantPath: "request_grant", arena.PollPath: "poll_start_intents",
+	arena.ClaimPath: "claim_start_intent", arena.StatusPath: "report_start_intent_status",
+}
+
 var ctOperations = map[string]ctOperation{
 	arena.GrantPath: {"201", "grant-request", "grant-ticket", [][2]string{
 		{"422", "validation_failed"}, {"422", "public_key_rejected"}, {"503", "grant_key_unavailable"},
@@ -101,8 +108,8 @@ func TestContractArenaOpenAPI(t *testing.T) {
 		if op["x-svc-module"] != arena.ID {
 			t.Errorf("%s %s: x-svc-module %v", r.Method, p, op["x-svc-module"])
 		}
-		if _, ok := op["x-svc-tool"]; ok {
-			t.Errorf("%s %s: x-svc-tool %v, but the spec names no tool for the arena", r.Method, p, op["x-svc-tool"])
+		if tool := ctTools[r.Path]; op["x-svc-tool"] != tool {
+			t.Errorf("%s %s: x-svc-tool %v, want %q", r.Method, p, op["x-svc-tool"], tool)
 		}
 		body, _ := op["requestBody"].(map[string]any)
 		bodyContent, _ := body["content"].(map[string]any)

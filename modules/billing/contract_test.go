@@ -488,8 +488,8 @@ func TestContractBillingOpenAPIPricing(t *testing.T) {
 	if op.OperationID != "getPricing" {
 		t.Errorf("operationId %q, want getPricing", op.OperationID)
 	}
-	if op.Tool != nil {
-		t.Errorf("x-svc-tool %q on the public read plane", *op.Tool)
+	if op.Tool == nil || *op.Tool != "get_pricing" {
+		t.Errorf("x-svc-tool %v, want get_pricing", op.Tool)
 	}
 	ctResponseSchema(t, billing.PricingPath, op, "200", "pricing-response")
 	for _, status := range []string{"200", "304"} {

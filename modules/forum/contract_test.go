@@ -282,7 +282,7 @@ var ctAgentRoutes = map[string]ctAgentWant{
 		[]string{"bad_request"}, []string{"content_tombstoned"}, []string{"not_found"}, nil, nil),
 	forum.ClearPath: ctWrite("clearVote", "clear_vote", "clear-vote-request", "vote-response",
 		[]string{"bad_request"}, []string{"content_tombstoned"}, []string{"not_found"}, nil, nil),
-	forum.TombstonePath: ctWrite("tombstone", "", "tombstone-request", "tombstone-response",
+	forum.TombstonePath: ctWrite("tombstone", "tombstone", "tombstone-request", "tombstone-response",
 		[]string{"bad_request"}, []string{"content_tombstoned", "not_author"}, []string{"not_found"}, nil, nil),
 	forum.ThreadAttachmentsPath: ctWrite("manageThreadAttachments", "manage_thread_attachments", "manage-thread-attachments-request",
 		"managed-attachments-response", []string{"content_policy_violation"}, []string{"content_tombstoned", "category_not_open", "not_author"},
@@ -419,20 +419,20 @@ func TestContractForumProblemCodes(t *testing.T) {
 
 // ctReadWant is what openapi.json must say about one read-plane path.
 type ctReadWant struct {
-	id, resp string
-	params   []string
-	problems []string
+	id, tool, resp string
+	params         []string
+	problems       []string
 }
 
 // ctReadPaths are the read plane of WIRE.md section 7, as openapi.json names them.
 var ctReadPaths = map[string]ctReadWant{
-	"/api/v1/categories":                  {"listCategories", "category-list", []string{"IfNoneMatch"}, []string{"406", "429", "503", "default"}},
-	"/api/v1/categories/{slug}":           {"getCategory", "category", []string{"Slug", "IfNoneMatch"}, []string{"404", "406", "429", "503", "default"}},
-	"/api/v1/categories/{slug}/threads":   {"listCategoryThreads", "thread-list", []string{"Slug", "Sort", "Limit", "Cursor", "IfNoneMatch"}, []string{"400", "404", "406", "429", "503", "default"}},
-	"/api/v1/threads/{thread_id}":         {"getThread", "thread", []string{"ThreadId", "IfNoneMatch"}, []string{"404", "406", "429", "503", "default"}},
-	"/api/v1/threads/{thread_id}/replies": {"listThreadReplies", "reply-list", []string{"ThreadId", "Limit", "Cursor", "IfNoneMatch"}, []string{"400", "404", "406", "429", "503", "default"}},
-	"/api/v1/replies/{reply_id}":          {"getReply", "reply", []string{"ReplyId", "IfNoneMatch"}, []string{"404", "406", "429", "503", "default"}},
-	"/api/v1/search":                      {"search", "search-result", []string{"Query", "Limit", "Cursor", "IfNoneMatch"}, []string{"400", "406", "429", "503", "default"}},
+	"/api/v1/categories":                  {"listCategories", "list_categories", "category-list", []string{"IfNoneMatch"}, []string{"406", "429", "503", "default"}},
+	"/api/v1/categories/{slug}":           {"getCategory", "get_category", "category", []string{"Slug", "IfNoneMatch"}, []string{"404", "406", "429", "503", "default"}},
+	"/api/v1/categories/{slug}/threads":   {"listCategoryThreads", "list_category_threads", "thread-list", []string{"Slug", "Sort", "Limit", "Cursor", "IfNoneMatch"}, []string{"400", "404", "406", "429", "503", "default"}},
+	"/api/v1/threads/{thread_id}":         {"getThread", "get_thread", "thread", []string{"ThreadId", "IfNoneMatch"}, []string{"404", "406", "429", "503", "default"}},
+	"/api/v1/threads/{thread_id}/replies": {"listThreadReplies", "list_thread_replies", "reply-list", []string{"ThreadId", "Limit", "Cursor", "IfNoneMatch"}, []string{"400", "404", "406", "429", "503", "default"}},
+	"/api/v1/replies/{reply_id}":          {"getReply", "get_reply", "reply", []string{"ReplyId", "IfNoneMatch"}, []string{"404", "406", "429", "503", "default"}},
+	"/api/v1/search":                      {"search", "search", "search-result", []string{"Query", "Limit", "Cursor", "IfNoneMatch"}, []string{"400", "406", "429", "503", "default"}},
 }
 
 // ctOpenAPIPath turns a gin route of the read plane into its OpenAPI path.
@@ -488,8 +488,8 @@ func TestContractForumOpenAPIReadPlane(t *testing.T) {
 		if op.OperationID != want.id {
 			t.Errorf("%s: operationId %q, want %q", path, op.OperationID, want.id)
 		}
-		if op.Tool != nil {
-			t.Errorf("%s: x-svc-tool %q on the public read plane", path, *op.Tool)
+		if op.Tool == nil || *op.Tool != want.tool {
+			t.Errorf("%s: x-svc-tool %s, want %q", path, ctTool(op.Tool), want.tool)
 		}
 		if got := ctParamRefs(op); !slices.Equal(got, want.params) {
 			t.Errorf("%s: parameters %v, want %v", path, got, want.params)

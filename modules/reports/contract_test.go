@@ -60,8 +60,8 @@ func TestContractReportsOpenAPI(t *testing.T) {
 		if op["x-svc-module"] != reports.ID {
 			t.Errorf("%s %s: x-svc-module %v", r.Method, p, op["x-svc-module"])
 		}
-		if _, ok := op["x-svc-tool"]; ok {
-			t.Errorf("%s %s: x-svc-tool %v, but the spec names no tool for reports", r.Method, p, op["x-svc-tool"])
+		if op["x-svc-tool"] != "report" {
+			t.Errorf("%s %s: x-svc-tool %v, want report", r.Method, p, op["x-svc-tool"])
 		}
 		responses, _ := op["responses"].(map[string]any)
 		if _, ok := responses["200"]; ok {

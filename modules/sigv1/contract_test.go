@@ -187,7 +187,7 @@ func TestContractOpenAPIPaths(t *testing.T) {
 		statuses            []string
 	}{
 		conformance: {"conformance", "conformance", "conformance-request", "conformance-response", []string{"200", "400", "401", "403", "409", "413", "415", "422", "429", "503"}},
-		admission:   {"writeAdmission", "", "write-admission-request", "write-admission-response", []string{"200", "400", "401", "403", "409", "413", "415", "422", "503"}},
+		admission:   {"writeAdmission", "write_admission", "write-admission-request", "write-admission-response", []string{"200", "400", "401", "403", "409", "413", "415", "422", "503"}},
 	} {
 		op := doc.Paths[path]["post"]
 		if op.OperationID != want.id {
