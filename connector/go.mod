@@ -11,6 +11,10 @@ require (
 	golang.org/x/term v0.48.0
 )
 
-require golang.org/x/sys v0.50.0
+require (
+	github.com/pelletier/go-toml/v2 v2.2.4
+	go.yaml.in/yaml/v3 v3.0.5
+	golang.org/x/sys v0.50.0
+)
 
 replace github.com/svcforum/svc/sdk => ../sdk
