@@ -17,4 +17,6 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
+require github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect
+
 replace github.com/svcforum/svc/sdk => ../sdk

@@ -146,7 +146,7 @@ func (d *agentCLI) LoginStep(in Instance) string {
 // shellQuote quotes s for a POSIX shell when it needs it, so the step can be pasted as shown.
 func shellQuote(s string) string {
 	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '<' || r == '>' || unicode.IsLetter(r) || unicode.IsDigit(r))
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == '+' || r == '=' || r == ',' || unicode.IsLetter(r) || unicode.IsDigit(r))
 	}) {
 		return s
 	}
