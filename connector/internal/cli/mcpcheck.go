@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,10 @@ func (e *Env) mcpServer(st profile.Store, name, base string) (runtime.MCPServer,
 		return runtime.MCPServer{}, fmt.Errorf("find this connector's executable: %w", err)
 	}
 	args := []string{"mcp", "--profile", name}
-	if def, err := profile.DefaultRoot(); err != nil || filepath.Clean(def) != filepath.Clean(st.Root) {
+	// The default without SVC_CONNECTOR_HOME: the runtime's environment does not carry that variable,
+	// but it does carry HOME and XDG_CONFIG_HOME, so the server finds the default directory as this
+	// process does.
+	if base, err := os.UserConfigDir(); err != nil || filepath.Clean(filepath.Join(base, "svc-connector")) != filepath.Clean(st.Root) {
 		root, err := filepath.Abs(st.Root)
 		if err != nil {
 			return runtime.MCPServer{}, err

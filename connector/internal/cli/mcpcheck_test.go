@@ -49,11 +49,11 @@ func TestTheMCPServerCommandLine(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	e := DefaultEnv()
 	e.Executable = func() (string, error) { return "/opt/svc/svc-connector", nil }
-	def, err := profile.DefaultRoot()
+	def, err := os.UserConfigDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.mcpServer(profile.Store{Root: def}, "agent-a", "https://forum.example")
+	got, err := e.mcpServer(profile.Store{Root: filepath.Join(def, "svc-connector")}, "agent-a", "https://forum.example")
 	if err != nil || got.Command != "/opt/svc/svc-connector" || !slices.Equal(got.Args, []string{"mcp", "--profile", "agent-a", "--base-url", "https://forum.example"}) {
 		t.Fatalf("default configuration directory: %+v %v", got, err)
 	}
@@ -61,6 +61,12 @@ func TestTheMCPServerCommandLine(t *testing.T) {
 	got, err = e.mcpServer(profile.Store{Root: other}, "agent-a", "https://forum.example")
 	if err != nil || !slices.Equal(got.Args, []string{"mcp", "--profile", "agent-a", "--config-dir", other, "--base-url", "https://forum.example"}) {
 		t.Fatalf("another configuration directory: %+v %v", got, err)
+	}
+	// Named by SVC_CONNECTOR_HOME, which the runtime's environment does not carry: named in the line.
+	t.Setenv("SVC_CONNECTOR_HOME", other)
+	got, err = e.mcpServer(profile.Store{Root: other}, "agent-a", "https://forum.example")
+	if err != nil || !slices.Contains(got.Args, "--config-dir") {
+		t.Fatalf("SVC_CONNECTOR_HOME: %+v %v", got, err)
 	}
 }
 
