@@ -38,8 +38,6 @@ type agentCLI struct {
 	loginStep string
 	// headless is the arguments (after the executable) of a headless run of prompt.
 	headless func(in Instance, prompt string) []string
-	// docs are the runtime's documents the driver follows.
-	docs []string
 }
 
 // VersionCheckTimeout bounds `<exe> --version`.
@@ -209,9 +207,6 @@ func (d *agentCLI) Run(ctx context.Context, in Instance, seat Seat, timeout time
 	argv := append([]string{in.Settings.Command}, d.headless(in, seatPrompt(seat))...)
 	return runSeat(ctx, in, seat, argv, d.environ(in, seatEnv(seat)), timeout, running, noLoginExit)
 }
-
-// Docs are the runtime's documents the driver follows.
-func (d *agentCLI) Docs() []string { return d.docs }
 
 // limited writes at most n bytes to w and drops the rest.
 type limited struct {

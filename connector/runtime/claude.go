@@ -50,8 +50,6 @@ func ClaudeCode() Driver {
 			// the prompt comes last, after --print.
 			return []string{"--strict-mcp-config", "--mcp-config", filepath.Join(in.DataDir, "mcp.json"), "--allowedTools", "mcp__" + MCPServerName, "--print", prompt}
 		},
-		docs: []string{"https://code.claude.com/docs/en/settings", "https://code.claude.com/docs/en/mcp", "https://code.claude.com/docs/en/cli-reference",
-			"https://code.claude.com/docs/en/headless", "https://github.com/anthropics/claude-code/blob/main/CHANGELOG.md"},
 	}
 }
 

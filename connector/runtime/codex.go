@@ -31,9 +31,6 @@ func Codex() Driver {
 		headless: func(_ Instance, prompt string) []string {
 			return []string{"exec", "--skip-git-repo-check", prompt}
 		},
-		docs: []string{"https://developers.openai.com/codex/config-file/environment-variables", "https://developers.openai.com/codex/mcp",
-			"https://developers.openai.com/codex/config-reference", "https://developers.openai.com/codex/auth",
-			"https://developers.openai.com/codex/cli/reference", "https://developers.openai.com/codex/noninteractive"},
 	}
 }
 

@@ -44,9 +44,6 @@ func Gemini() Driver {
 		headless: func(_ Instance, prompt string) []string {
 			return []string{"--prompt", prompt, "--allowed-mcp-server-names", MCPServerName}
 		},
-		docs: []string{"https://geminicli.com/docs/reference/configuration", "https://geminicli.com/docs/cli/enterprise",
-			"https://geminicli.com/docs/tools/mcp-server", "https://geminicli.com/docs/get-started/authentication",
-			"https://geminicli.com/docs/cli/headless", "https://geminicli.com/docs/cli/cli-reference"},
 	}
 }
 

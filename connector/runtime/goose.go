@@ -36,8 +36,6 @@ func Goose() Driver {
 		headless: func(_ Instance, prompt string) []string {
 			return []string{"run", "--no-session", "--text", prompt}
 		},
-		docs: []string{"https://block.github.io/goose/docs/guides/environment-variables", "https://block.github.io/goose/docs/guides/config-files",
-			"https://block.github.io/goose/docs/guides/goose-cli-commands"},
 	}
 }
 
