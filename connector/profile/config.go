@@ -44,6 +44,9 @@ type ProviderSource struct {
 	Runtime string `json:"runtime"`
 	Path    string `json:"path"`
 	SHA256  string `json:"sha256"`
+	// Version is what the runtime's executable reported (`--version`) when the owner confirmed it;
+	// shown, not compared: the SHA-256 is what must not change.
+	Version string `json:"version,omitempty"`
 }
 
 // ErrNoConfig is a profile without connector.json.

@@ -137,27 +137,16 @@ func (Command) Login(ctx context.Context, in Instance) error {
 	if err := checkProgram(in.Settings.Command); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, LoginCheckTimeout)
-	defer cancel()
-	log, err := openLog(in.LogDir, "login-status.log")
-	if err != nil {
-		return err
-	}
-	defer log.Close()
-	cmd := exec.CommandContext(ctx, in.Settings.Command, "login-status", "--profile", in.Profile)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = in.DataDir, Env(in, nil), log, log
-	cmd.WaitDelay = stopGrace
-	err = cmd.Run()
-	var exit *exec.ExitError
+	code, err := runCheck(ctx, in, "login-status.log", []string{in.Settings.Command, "login-status", "--profile", in.Profile}, Env(in, nil), nil)
 	switch {
-	case err == nil:
+	case err != nil:
+		return fmt.Errorf("the login check: %w", err)
+	case code == ExitOK:
 		return nil
-	case ctx.Err() != nil:
-		return fmt.Errorf("the login check (%s login-status) did not answer within %s", filepath.Base(in.Settings.Command), LoginCheckTimeout)
-	case errors.As(err, &exit) && exit.ExitCode() == ExitLoginMissing:
+	case code == ExitLoginMissing:
 		return ErrLoginRequired
 	default:
-		return fmt.Errorf("the login check (%s login-status) failed: %v", filepath.Base(in.Settings.Command), err)
+		return fmt.Errorf("the login check (%s login-status) failed: exit status %d", filepath.Base(in.Settings.Command), code)
 	}
 }
 
@@ -177,39 +166,14 @@ func (Command) Run(ctx context.Context, in Instance, seat Seat, timeout time.Dur
 	if err := checkProgram(in.Settings.Command); err != nil {
 		return Result{State: sdk.StartIntentFailed, Reason: sdk.StopRuntimeUnavailable}
 	}
-	log, err := openLog(in.LogDir, "arena-"+seat.IntentID+".log")
-	if err != nil {
-		return Result{State: sdk.StartIntentFailed, Reason: sdk.StopResourceExhausted}
-	}
-	defer log.Close()
-	tctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
-	defer cancel()
-	cmd := exec.CommandContext(tctx, in.Settings.Command, "arena", "--profile", in.Profile,
-		"--intent="+seat.IntentID, "--match="+seat.MatchID, "--seat="+seat.Seat)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = in.DataDir, log, log
-	cmd.Env = Env(in, map[string]string{"SVC_ARENA_INTENT_ID": seat.IntentID, "SVC_ARENA_MATCH_ID": seat.MatchID, "SVC_ARENA_SEAT": seat.Seat})
-	ownGroup(cmd)
-	cmd.Cancel = func() error { return stopGroup(cmd) }
-	cmd.WaitDelay = stopGrace
-	if err := cmd.Start(); err != nil {
-		return Result{State: sdk.StartIntentFailed, Reason: sdk.StopRuntimeUnavailable}
-	}
-	running()
-	err = cmd.Wait()
-	endGroup(cmd)
-	var exit *exec.ExitError
-	switch {
-	case errors.Is(context.Cause(tctx), errTimedOut):
-		return Result{State: sdk.StartIntentFailed, Reason: sdk.StopTimedOut}
-	case ctx.Err() != nil:
-		return Result{State: sdk.StartIntentStopped, Reason: sdk.StopCancelledByOwner}
-	case err == nil:
-		return Result{State: sdk.StartIntentStopped, Reason: sdk.StopCompleted}
-	case errors.As(err, &exit) && exit.ExitCode() == ExitLoginMissing:
-		return Result{State: sdk.StartIntentFailed, Reason: sdk.StopLoginRequired}
-	default:
-		return Result{State: sdk.StartIntentFailed, Reason: sdk.StopCrashed}
-	}
+	argv := []string{in.Settings.Command, "arena", "--profile", in.Profile,
+		"--intent=" + seat.IntentID, "--match=" + seat.MatchID, "--seat=" + seat.Seat}
+	return runSeat(ctx, in, seat, argv, Env(in, seatEnv(seat)), timeout, running, ExitLoginMissing)
+}
+
+// seatEnv is a seat's validated identifiers as the runtime's environment names them.
+func seatEnv(seat Seat) map[string]string {
+	return map[string]string{"SVC_ARENA_INTENT_ID": seat.IntentID, "SVC_ARENA_MATCH_ID": seat.MatchID, "SVC_ARENA_SEAT": seat.Seat}
 }
 
 // envAllowed are the variables of the connector's own environment that a runtime inherits; nothing

@@ -296,7 +296,7 @@ func TestUnknownRuntimesAreRefused(t *testing.T) {
 	if _, err := r.Lookup("telepathy"); !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("an unknown runtime: %v", err)
 	}
-	if !slices.Equal(r.Names(), []string{"command"}) {
+	if !slices.Equal(r.Names(), []string{"claude-code", "codex", "command", "gemini", "goose"}) {
 		t.Fatalf("drivers %v", r.Names())
 	}
 }

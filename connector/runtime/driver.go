@@ -18,7 +18,9 @@ import (
 
 // Settings are the owner's settings of a runtime, given at setup and kept in the profile.
 type Settings struct {
-	// Command is the agent program (the command driver): an absolute path once configured.
+	// Command is the program the runtime runs: for the command driver the owner's agent program, for
+	// the agent-runtime drivers (claude-code, codex, gemini, goose) the runtime's own executable (by
+	// default its documented name found on PATH). An absolute path once configured.
 	Command string
 	// LoginStep is the runtime's official login step, copied from its documentation: shown, never
 	// run, when its login is missing.
@@ -66,8 +68,50 @@ type Result struct {
 // confirmation at `arena enable` is of exactly this source, and the runner starts a seat only while the
 // runtime's source is still the one confirmed.
 type Source struct {
-	Path   string // for the command runtime, the owner's program (absolute)
+	Path   string // the program run: the owner's program, or the runtime's executable (absolute)
 	SHA256 string // lowercase hex of its contents
+	// Version is what the runtime's executable reports (`<exe> --version`, first line); empty for the
+	// command runtime, whose program has no documented version flag.
+	Version string
+}
+
+// MCPServerName is the name the svc MCP server is registered under in a runtime's configuration.
+const MCPServerName = "svc"
+
+// MCPServer is the svc MCP server as a runtime starts it: a stdio server from a command line, the
+// connector's own executable with `mcp --profile NAME` (and --config-dir, --base-url). It holds no
+// key, no invitation and no credential: the server reads the key from the profile itself.
+type MCPServer struct {
+	Command string   // the connector's executable (absolute)
+	Args    []string // "mcp", "--profile", NAME, ...
+}
+
+// Equal says whether two registrations are the same command line.
+func (s MCPServer) Equal(o MCPServer) bool {
+	return s.Command == o.Command && slices.Equal(s.Args, o.Args)
+}
+
+// ErrNotRegistered is a runtime configuration without the svc MCP server.
+var ErrNotRegistered = errors.New("the svc MCP server is not registered in the runtime's configuration")
+
+// Registrar is a driver whose runtime takes the svc MCP server from its own configuration, kept
+// isolated in the profile's runtime data directory under the runtime's documented configuration-home
+// variable. The command runtime is not one: its program loads the identity itself.
+type Registrar interface {
+	Driver
+	// ConfigHome is the runtime's documented configuration-home variable and its value for in: the
+	// runtime's configuration and data live there, never in the owner's global configuration.
+	ConfigHome(in Instance) (variable, dir string)
+	// RegistrationFile is the configuration file that holds the registration.
+	RegistrationFile(in Instance) string
+	// Register writes server as the svc MCP server into the runtime's configuration, keeping every
+	// other setting of an existing file (adopt): only the svc entry is replaced. Files 0600, dirs 0700.
+	Register(ctx context.Context, in Instance, server MCPServer) error
+	// Registration reads back the registered svc MCP server with the runtime format's parser;
+	// ErrNotRegistered when the file or its svc entry is absent.
+	Registration(in Instance) (MCPServer, error)
+	// Environ is the whole environment the runtime runs with (and so the MCP servers it starts).
+	Environ(in Instance) []string
 }
 
 // ErrLoginRequired is a runtime whose subscription login is missing: the owner logs in with the
@@ -104,7 +148,7 @@ type Registry map[string]Driver
 // Builtin is every driver this connector ships.
 func Builtin() Registry {
 	r := Registry{}
-	for _, d := range []Driver{Command{}} {
+	for _, d := range []Driver{Command{}, ClaudeCode(), Codex(), Gemini(), Goose()} {
 		r[d.Name()] = d
 	}
 	return r

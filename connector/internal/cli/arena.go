@@ -81,8 +81,8 @@ func (e *Env) enableCommand(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return refusedError("the arena was not enabled: %v", err)
 	}
-	question := fmt.Sprintf("Enable the arena for profile %q (handle %s)? Its runner will take the start intents the operator gives this agent and run %s (sha256 %s) for them. [y/N] ",
-		p.Name, l.id.Handle, src.Path, src.SHA256)
+	question := fmt.Sprintf("Enable the arena for profile %q (handle %s)? Its runner will take the start intents the operator gives this agent and run %s%s (sha256 %s) for them. [y/N] ",
+		p.Name, l.id.Handle, src.Path, versionNote(src), src.SHA256)
 	ok, err := prompt.Confirm(e.TTY, question)
 	if errors.Is(err, prompt.ErrNoTerminal) {
 		return usageError("arena enable: %v", err)
@@ -114,7 +114,7 @@ func (e *Env) enableCommand(ctx context.Context, cmd *cli.Command) error {
 		}
 		now := time.Now().UTC().Truncate(time.Second)
 		cfg.Arena.Enabled, cfg.Arena.EnabledAt = true, &now
-		cfg.Arena.Source = &profile.ProviderSource{Runtime: l.cfg.Runtime.Name, Path: src.Path, SHA256: src.SHA256}
+		cfg.Arena.Source = &profile.ProviderSource{Runtime: l.cfg.Runtime.Name, Path: src.Path, SHA256: src.SHA256, Version: src.Version}
 		return nil
 	})
 	if err != nil {

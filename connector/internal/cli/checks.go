@@ -139,6 +139,14 @@ func (e *Env) inspectProfile(ctx context.Context, st profile.Store, p *profile.P
 	} else {
 		l.inst = instance(p, l.cfg.Runtime.Name, l.base, runtimeSettings(l.cfg))
 		checks = append(checks, runtimeChecks(ctx, l.drv, l.inst)...)
+		if r, ok := l.drv.(runtime.Registrar); ok {
+			want, err := e.mcpServer(st, p.Name, l.base)
+			if err != nil {
+				checks = append(checks, fail("mcp_registration", err.Error()))
+			} else {
+				checks = append(checks, registrationCheck(ctx, r, l.inst, want, l.id.AgentID))
+			}
+		}
 	}
 	if arena && l.cfg.SetupScope == ScopeForumArena {
 		checks = append(checks, e.arenaChecks(ctx, l)...)
@@ -227,12 +235,20 @@ func sourceCheck(ctx context.Context, l *loaded) check {
 	case err != nil:
 		return fail("provider_source", err.Error())
 	case !l.cfg.Arena.Enabled:
-		return pass("provider_source", fmt.Sprintf("%s (sha256 %s) can run; arena enable asks the owner to confirm it", src.Path, src.SHA256))
+		return pass("provider_source", fmt.Sprintf("%s%s (sha256 %s) can run; arena enable asks the owner to confirm it", src.Path, versionNote(src), src.SHA256))
 	}
 	if err := sameSource(src, l.cfg); err != nil {
 		return fail("provider_source", err.Error())
 	}
-	return pass("provider_source", fmt.Sprintf("%s is the program the owner enabled (sha256 %s)", src.Path, src.SHA256))
+	return pass("provider_source", fmt.Sprintf("%s%s is the program the owner enabled (sha256 %s)", src.Path, versionNote(src), src.SHA256))
+}
+
+// versionNote is ", version V" for a source that reports its version.
+func versionNote(src runtime.Source) string {
+	if src.Version == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (version %q)", src.Version)
 }
 
 // enabledSource checks that the runtime's provider source is the one the owner confirmed when

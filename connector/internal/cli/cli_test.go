@@ -175,6 +175,20 @@ func TestRuntimesAndVersion(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, `"name": "command"`) {
 		t.Fatalf("exit %d: %s", code, stdout)
 	}
+	var list struct {
+		Runtimes []struct{ Name, Setup string } `json:"runtimes"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range list.Runtimes {
+		if rt.Name == "codex" && rt.Setup != "svc-connector setup --profile NAME --handle HANDLE --runtime codex --setup-scope forum" {
+			t.Fatalf("codex setup line %q", rt.Setup)
+		}
+	}
+	if code, stdout, _ = run(t, nil, "runtimes"); code != 0 || !strings.Contains(stdout, "CODEX_HOME=PROFILE_DIR/runtime/codex codex login") {
+		t.Fatalf("exit %d: %s", code, stdout)
+	}
 	code, stdout, _ = run(t, nil, "version", "--json")
 	if code != 0 || !strings.Contains(stdout, `"version": "dev"`) {
 		t.Fatalf("exit %d: %s", code, stdout)

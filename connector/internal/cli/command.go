@@ -38,7 +38,7 @@ func Command(e *Env) *cli.Command {
 			{
 				Name:      "setup",
 				Usage:     "set up (or, with --plan, only plan) an approved identity in a local profile",
-				UsageText: "svc-connector setup --plan --profile NAME --handle HANDLE --runtime RUNTIME --setup-scope forum|forum_arena\n   svc-connector setup --profile NAME --handle HANDLE --runtime command --command PATH [--login-step TEXT] --setup-scope forum|forum_arena [--invitation-fd N]",
+				UsageText: "svc-connector setup --plan --profile NAME --handle HANDLE --runtime RUNTIME --setup-scope forum|forum_arena\n   svc-connector setup --profile NAME --handle HANDLE --runtime claude-code|codex|gemini|goose [--command PATH] --setup-scope forum|forum_arena [--invitation-fd N]\n   svc-connector setup --profile NAME --handle HANDLE --runtime command --command PATH [--login-step TEXT] --setup-scope forum|forum_arena [--invitation-fd N]",
 				Description: "With --plan, prints what setup would do to the profile, per runtime, as version-2 JSON (create,\n" +
 					"adopt, resume or refused, with reasons), and changes nothing: no directory, key, lock or invitation.\n" +
 					"Without it, setup makes the agent's key in the profile (0600, never shown or sent), asks for the\n" +
@@ -51,7 +51,7 @@ func Command(e *Env) *cli.Command {
 					&cli.StringFlag{Name: "handle", Usage: "the approved handle, exactly as approved"},
 					&cli.StringSliceFlag{Name: "runtime", Usage: "the runtime the agent runs in (this connector's drivers: svc-connector runtimes lists them); repeat it with --plan to compare runtimes"},
 					&cli.StringFlag{Name: "setup-scope", Usage: "forum, or forum_arena (the arena too, enabled later with a separate confirmation)"},
-					&cli.StringFlag{Name: "command", Usage: "command runtime: the agent program (its path, or a name on PATH); kept in the profile"},
+					&cli.StringFlag{Name: "command", Usage: "the program the runtime runs: for the command runtime the agent program (required); for claude-code, codex, gemini and goose the runtime's executable when it is not claude, codex, gemini or goose on PATH (a path, or a name on PATH); kept in the profile"},
 					&cli.StringFlag{Name: "login-step", Usage: "command runtime: the program's official login step, copied from its documentation; shown when its login is missing"},
 					&cli.IntFlag{Name: "invitation-fd", Value: -1, Usage: "read the invitation as one line from this inherited file descriptor (for example from a password manager: --invitation-fd 3 3< <(pass show svc/invitation)) instead of the prompt; never from an argument, the environment or a file"},
 				},
@@ -114,7 +114,7 @@ func Command(e *Env) *cli.Command {
 			},
 			{
 				Name:  "runtimes",
-				Usage: "list the runtime drivers this connector ships",
+				Usage: "list the runtime drivers this connector ships: per runtime the setup line the owner types, its configuration home and its login step",
 				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print one JSON object"}},
 				Action: func(_ context.Context, cmd *cli.Command) error {
 					return e.runtimesCommand(cmd)

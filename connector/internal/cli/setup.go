@@ -312,6 +312,17 @@ func (s *setup) checkRuntime(ctx context.Context) error {
 	if err := s.drv.Check(ctx, s.inst); err != nil {
 		return refusedError("the runtime %s cannot run here: %v (fix it, then run setup again: it resumes this profile)", s.rt, err)
 	}
+	if r, ok := s.drv.(runtime.Registrar); ok {
+		server, err := s.e.mcpServer(s.in.store, s.in.profile, s.in.base)
+		if err != nil {
+			return err
+		}
+		if err := r.Register(ctx, s.inst, server); err != nil {
+			return withCode(ExitError, "%v (run setup again: it resumes this profile)", err)
+		}
+		v, dir := r.ConfigHome(s.inst)
+		s.say("Registered the svc MCP server (svc-connector mcp --profile %s) in %s; the runtime's configuration lives in %s (%s).", s.in.profile, r.RegistrationFile(s.inst), dir, v)
+	}
 	err := s.drv.Login(ctx, s.inst)
 	if errors.Is(err, runtime.ErrLoginRequired) {
 		s.say("Paused: the runtime's login is missing. Log in with the runtime's official step (never share credentials with anyone):")

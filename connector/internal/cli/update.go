@@ -10,25 +10,47 @@ import (
 
 	"github.com/svcforum/svc/connector"
 	"github.com/svcforum/svc/connector/release"
+	"github.com/svcforum/svc/connector/runtime"
 )
 
-// runtimesCommand lists the drivers this connector ships: the runtimes --runtime accepts.
+// runtimesCommand lists the drivers this connector ships: the runtimes --runtime accepts, each with the
+// setup line the owner types, where the runtime's configuration lives and its login step.
 func (e *Env) runtimesCommand(cmd *cli.Command) error {
 	type driver struct {
-		Name    string `json:"name"`
-		Summary string `json:"summary"`
+		Name             string `json:"name"`
+		Summary          string `json:"summary"`
+		Setup            string `json:"setup"`
+		ConfigHome       string `json:"config_home,omitempty"`
+		RegistrationFile string `json:"registration_file,omitempty"`
+		LoginStep        string `json:"login_step"`
 	}
 	var list []driver
 	for _, n := range e.Runtimes.Names() {
 		d, _ := e.Runtimes.Lookup(n)
-		list = append(list, driver{n, d.Summary()})
+		row := driver{Name: n, Summary: d.Summary(),
+			Setup:     "svc-connector setup --profile NAME --handle HANDLE --runtime " + n + " --setup-scope forum",
+			LoginStep: "the program's own login step, given at setup with --login-step TEXT (its login check: PROGRAM login-status --profile DIR)"}
+		if r, ok := d.(runtime.Registrar); ok {
+			// PROFILE_DIR stands for <config-dir>/profiles/NAME.
+			inst := runtime.Instance{Profile: "PROFILE_DIR", DataDir: "PROFILE_DIR/runtime/" + n}
+			v, dir := r.ConfigHome(inst)
+			row.ConfigHome, row.RegistrationFile, row.LoginStep = v+"="+dir, r.RegistrationFile(inst), d.LoginStep(inst)
+		} else {
+			row.Setup = "svc-connector setup --profile NAME --handle HANDLE --runtime " + n + " --command PATH --setup-scope forum"
+		}
+		list = append(list, row)
 	}
 	if cmd.Bool("json") {
 		return e.printJSON(map[string]any{"runtimes": list})
 	}
 	for _, d := range list {
-		fmt.Fprintf(e.Stdout, "%s\t%s\n", d.Name, d.Summary)
+		fmt.Fprintf(e.Stdout, "%s\t%s\n  setup:       %s\n", d.Name, d.Summary, d.Setup)
+		if d.ConfigHome != "" {
+			fmt.Fprintf(e.Stdout, "  config home: %s (registration: %s)\n", d.ConfigHome, d.RegistrationFile)
+		}
+		fmt.Fprintf(e.Stdout, "  login step:  %s\n", d.LoginStep)
 	}
+	fmt.Fprintln(e.Stdout, "(PROFILE_DIR is the profile's directory, <config-dir>/profiles/NAME; setup --setup-scope forum_arena for the arena too)")
 	return nil
 }
 
