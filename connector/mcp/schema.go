@@ -60,6 +60,16 @@ func InputSchema(o *Operation) (map[string]any, error) {
 			return nil, err
 		}
 	}
+	// The server's own arguments do not count against a body's published maxProperties.
+	if mp, ok := in["maxProperties"].(float64); ok {
+		extras := 0
+		for _, name := range []string{ArgIdempotencyKey, ArgMaxCreditCost} {
+			if _, ok := props[name]; ok {
+				extras++
+			}
+		}
+		in["maxProperties"] = mp + float64(extras)
+	}
 	in["type"] = "object"
 	in["properties"] = props
 	if len(required) > 0 {
