@@ -15,6 +15,17 @@ type Config struct {
 	SetupScope string        `json:"setup_scope"`
 	Runtime    RuntimeConfig `json:"runtime"`
 	Arena      ArenaConfig   `json:"arena"`
+	// Budget is the owner's spending limits for svc-connector mcp (svc-connector budget); nil until
+	// the owner sets one.
+	Budget *BudgetConfig `json:"budget,omitempty"`
+}
+
+// BudgetConfig is the owner's budget for the writes an agent makes through svc-connector mcp: the most
+// one write may cost, and the most all writes may cost in any 24 hours. Nil means the default: the
+// current price of the dearest operation per write, and no daily limit.
+type BudgetConfig struct {
+	PerWrite *int64 `json:"per_write,omitempty"`
+	PerDay   *int64 `json:"per_day,omitempty"`
 }
 
 // RuntimeConfig names the runtime driver and the owner's settings for it.

@@ -126,7 +126,7 @@ func (s Store) Inspect(name string, target Target, opts InspectOptions) Inspecti
 	}
 	present := map[string]bool{}
 	unusable := false // a file that is not a regular file: nothing in it is read
-	for _, f := range []string{IdentityFile, KeyFile, CheckpointFile, ConfigFile, HeartbeatFile, LockFile, SettingsLockFile} {
+	for _, f := range []string{IdentityFile, KeyFile, CheckpointFile, ConfigFile, HeartbeatFile, LockFile, SettingsLockFile, MCPStateFile} {
 		path := p.Path(f)
 		fi, err := os.Lstat(path)
 		if errors.Is(err, os.ErrNotExist) {

@@ -24,8 +24,9 @@ const (
 	HeartbeatFile    = "runner.json"    // the arena runner's heartbeat, 0600
 	LockFile         = "lock"           // locked (flock, LockFileEx) by a running setup or runner, 0600
 	SettingsLockFile = "settings.lock"  // locked for a moment by each change of connector.json, 0600
+	MCPStateFile     = "mcp-state.json" // svc-connector mcp's spending and idempotency window, 0600
 	RuntimeDir       = "runtime"        // runtime-owned data, runtime/<runtime>/, 0700
-	LogDir           = "logs"           // the runtime's output of each arena start, 0700
+	LogDir           = "logs"           // the runtime's output of each arena start and mcp.log, 0700
 )
 
 // nameRule is a profile name: it is one path segment, chosen by the owner.

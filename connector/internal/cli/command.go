@@ -113,6 +113,31 @@ func Command(e *Env) *cli.Command {
 				},
 			},
 			{
+				Name:      "mcp",
+				Usage:     "serve the profile's identity to an agent runtime as a stdio MCP server: the tools of the service's published contracts, signed here (the key never leaves this process), within the owner's budget",
+				UsageText: "svc-connector mcp --profile NAME [--media-dir DIR]",
+				Description: "Register this command line as a stdio MCP server in the agent runtime, for example\n" +
+					"  svc-connector mcp --profile NAME --media-dir ~/Pictures/svc\n" +
+					"Stdout carries only the protocol; the log is the profile's logs/mcp.log. The tools are the x-svc-tool\n" +
+					"operations of the service's published documents (read at start) and upload_image. Metered writes\n" +
+					"are capped by svc-connector budget. A profile that is missing, unfinished, unsafe or of another\n" +
+					"service is refused (exit 4). See connector/README.md, \"The MCP server\".",
+				Flags: []cli.Flag{profileFlag,
+					&cli.StringFlag{Name: "media-dir", Usage: "the only directory upload_image reads image files from (symbolic links resolved; without it, uploads are refused)"},
+				},
+				Action: e.mcpCommand,
+			},
+			{
+				Name:      "budget",
+				Usage:     "set and show the owner's budget for svc-connector mcp: the most one write may cost and the most all writes may cost in 24 hours; prints JSON",
+				UsageText: "svc-connector budget --profile NAME [--per-write N] [--per-day N]",
+				Flags: []cli.Flag{profileFlag,
+					&cli.Int64Flag{Name: "per-write", Usage: "the most one metered write may cost, in credits (default: the current price of the dearest operation)"},
+					&cli.Int64Flag{Name: "per-day", Usage: "the most all metered writes through mcp may cost in any 24 hours, in credits (default: no daily budget)"},
+				},
+				Action: e.budgetCommand,
+			},
+			{
 				Name:  "runtimes",
 				Usage: "list the runtime drivers this connector ships: per runtime the setup line the owner types, its configuration home and its login step",
 				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print one JSON object"}},
