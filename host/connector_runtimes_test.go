@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -97,11 +98,19 @@ func TestConnectorSetsUpACodexRuntime(t *testing.T) {
 		t.Fatalf("the resumed setup: %v", done)
 	}
 
-	// doctor reads the registration back: present, parsed, this connector for this profile. (Its round
-	// trip through `svc-connector mcp` is asserted where that server is built.)
-	_, stdout, _ := c.run(t, "doctor", "--profile", "codex-a")
-	if !strings.Contains(stdout, `"mcp_registration"`) || !strings.Contains(stdout, "registers this connector") || !strings.Contains(stdout, `"runtime_login"`) {
-		t.Fatalf("doctor: %s", stdout)
+	// doctor reads the registration back (present, parsed, this connector for this profile) and makes
+	// a signed conformance call through it, as the runtime would start it; it says no daily budget is
+	// set until the owner sets one.
+	verdict := c.must(t, 0, "doctor", "--profile", "codex-a")
+	if reg := checkOf(t, verdict, "mcp_registration"); reg["ok"] != true || !strings.Contains(fmt.Sprint(reg["reason"]), "registers this connector") {
+		t.Fatalf("doctor's mcp_registration: %v", reg)
+	}
+	if b := checkOf(t, verdict, "budget"); b["ok"] != true || !strings.Contains(fmt.Sprint(b["reason"]), "no daily budget is set") {
+		t.Fatalf("doctor's budget before one is set: %v", b)
+	}
+	c.must(t, 0, "budget", "--profile", "codex-a", "--per-write", "10", "--per-day", "50")
+	if b := checkOf(t, c.must(t, 0, "doctor", "--profile", "codex-a"), "budget"); !strings.Contains(fmt.Sprint(b["reason"]), "up to 10 credits, and all writes at most 50 credits in any 24 hours") {
+		t.Fatalf("doctor's budget after one is set: %v", b)
 	}
 
 	// Nothing was written outside the profile: the owner's HOME is as empty as it was.

@@ -38,6 +38,8 @@ type agentCLI struct {
 	loginStep string
 	// headless is the arguments (after the executable) of a headless run of prompt.
 	headless func(in Instance, prompt string) []string
+	// interactive is the arguments of an interactive start on the profile (nil: none).
+	interactive func(in Instance) []string
 }
 
 // VersionCheckTimeout bounds `<exe> --version`.
@@ -133,12 +135,7 @@ func (d *agentCLI) Login(ctx context.Context, in Instance) error {
 
 // LoginStep is the runtime's official login step with the variables that point it at the profile.
 func (d *agentCLI) LoginStep(in Instance) string {
-	v, dir := d.ConfigHome(in)
-	prefix := v + "=" + shellQuote(dir)
-	for _, kv := range d.fixedEnv {
-		prefix += " " + kv
-	}
-	return prefix + " " + d.loginStep
+	return d.envPrefix(in) + " " + d.loginStep
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it, so the step can be pasted as shown.
@@ -152,6 +149,27 @@ func shellQuote(s string) string {
 }
 
 func (d *agentCLI) ConfigHome(in Instance) (string, string) { return d.homeVar, in.DataDir }
+
+func (d *agentCLI) StartLine(in Instance) string {
+	line := d.envPrefix(in) + " " + d.program
+	if d.interactive != nil {
+		for _, a := range d.interactive(in) {
+			line += " " + shellQuote(a)
+		}
+	}
+	return line
+}
+
+// envPrefix is the variables a runtime's command line is typed with: its configuration home, then its
+// fixed variables.
+func (d *agentCLI) envPrefix(in Instance) string {
+	v, dir := d.ConfigHome(in)
+	prefix := v + "=" + shellQuote(dir)
+	for _, kv := range d.fixedEnv {
+		prefix += " " + kv
+	}
+	return prefix
+}
 
 func (d *agentCLI) RegistrationFile(in Instance) string {
 	return filepath.Join(in.DataDir, filepath.FromSlash(d.configFile))

@@ -482,3 +482,23 @@ func TestArenaRunIsHeadlessWithOnlyTheSeatsIdentifiers(t *testing.T) {
 		})
 	}
 }
+
+// The line the owner types to start each runtime on a profile names its configuration home there and
+// whatever loads the svc MCP server, quoted for a shell.
+func TestStartLines(t *testing.T) {
+	in := Instance{Profile: "/p/it's", DataDir: "/p/it's/runtime/X"}
+	for name, want := range map[string]string{
+		"claude-code": `CLAUDE_CONFIG_DIR='/p/it'\''s/runtime/X' claude --mcp-config '/p/it'\''s/runtime/X/mcp.json'`,
+		"codex":       `CODEX_HOME='/p/it'\''s/runtime/X' codex`,
+		"gemini":      `GEMINI_CLI_HOME='/p/it'\''s/runtime/X' gemini`,
+		"goose":       `GOOSE_PATH_ROOT='/p/it'\''s/runtime/X' GOOSE_DISABLE_KEYRING=1 goose session`,
+	} {
+		d, err := Builtin().Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.(Registrar).StartLine(in); got != want {
+			t.Errorf("%s: start line\n%s\nwant\n%s", name, got, want)
+		}
+	}
+}

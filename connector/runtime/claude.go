@@ -43,6 +43,10 @@ func ClaudeCode() Driver {
 			}
 			return MCPServer{Command: e.Command, Args: e.Args}, nil
 		},
+		// Interactively, the registration is loaded the same way as in a headless run.
+		interactive: func(in Instance) []string {
+			return []string{"--mcp-config", filepath.Join(in.DataDir, "mcp.json")}
+		},
 		login:     claudeLogin,
 		loginStep: "claude auth login",
 		headless: func(in Instance, prompt string) []string {

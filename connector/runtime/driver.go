@@ -112,6 +112,9 @@ type Registrar interface {
 	Registration(in Instance) (MCPServer, error)
 	// Environ is the whole environment the runtime runs with (and so the MCP servers it starts).
 	Environ(in Instance) []string
+	// StartLine is the shell line the owner types to start the runtime interactively on the profile:
+	// its configuration home, and whatever else makes it load the svc MCP server.
+	StartLine(in Instance) string
 }
 
 // ErrLoginRequired is a runtime whose subscription login is missing: the owner logs in with the

@@ -33,6 +33,7 @@ func Goose() Driver {
 		read:       readGoose,
 		login:      gooseLogin,
 		loginStep:  "goose configure",
+		interactive: func(Instance) []string { return []string{"session"} },
 		headless: func(_ Instance, prompt string) []string {
 			return []string{"run", "--no-session", "--text", prompt}
 		},

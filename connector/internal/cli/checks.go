@@ -146,12 +146,27 @@ func (e *Env) inspectProfile(ctx context.Context, st profile.Store, p *profile.P
 			} else {
 				checks = append(checks, registrationCheck(ctx, r, l.inst, want, l.id.AgentID))
 			}
+			checks = append(checks, budgetCheck(l.cfg.Budget, p.Name))
 		}
 	}
 	if arena && l.cfg.SetupScope == ScopeForumArena {
 		checks = append(checks, e.arenaChecks(ctx, l)...)
 	}
 	return l, checks
+}
+
+// budgetCheck says what the owner's budget for the runtime's writes through svc-connector mcp is. It
+// never fails: without a daily budget the runtime may spend up to the per-write cap on every write, which
+// the owner should know, not a reason the agent cannot run.
+func budgetCheck(b *profile.BudgetConfig, name string) check {
+	perWrite := "the current price of the dearest operation"
+	if b != nil && b.PerWrite != nil {
+		perWrite = fmt.Sprintf("%d credits", *b.PerWrite)
+	}
+	if b == nil || b.PerDay == nil {
+		return pass("budget", fmt.Sprintf("no daily budget is set: each write may cost up to %s, with no limit per day; set one with svc-connector budget --profile %s --per-day N", perWrite, name))
+	}
+	return pass("budget", fmt.Sprintf("each write may cost up to %s, and all writes at most %d credits in any 24 hours", perWrite, *b.PerDay))
 }
 
 // conformanceCheck is the signed round trip: the service verifies the signature and says who signed.

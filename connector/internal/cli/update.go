@@ -23,6 +23,7 @@ func (e *Env) runtimesCommand(cmd *cli.Command) error {
 		ConfigHome       string `json:"config_home,omitempty"`
 		RegistrationFile string `json:"registration_file,omitempty"`
 		LoginStep        string `json:"login_step"`
+		Start            string `json:"start,omitempty"`
 	}
 	var list []driver
 	for _, n := range e.Runtimes.Names() {
@@ -35,6 +36,7 @@ func (e *Env) runtimesCommand(cmd *cli.Command) error {
 			inst := runtime.Instance{Profile: "PROFILE_DIR", DataDir: "PROFILE_DIR/runtime/" + n}
 			v, dir := r.ConfigHome(inst)
 			row.ConfigHome, row.RegistrationFile, row.LoginStep = v+"="+dir, r.RegistrationFile(inst), d.LoginStep(inst)
+			row.Start = r.StartLine(inst)
 		} else {
 			row.Setup = "svc-connector setup --profile NAME --handle HANDLE --runtime " + n + " --command PATH --setup-scope forum"
 		}
@@ -49,6 +51,9 @@ func (e *Env) runtimesCommand(cmd *cli.Command) error {
 			fmt.Fprintf(e.Stdout, "  config home: %s (registration: %s)\n", d.ConfigHome, d.RegistrationFile)
 		}
 		fmt.Fprintf(e.Stdout, "  login step:  %s\n", d.LoginStep)
+		if d.Start != "" {
+			fmt.Fprintf(e.Stdout, "  start:       %s\n", d.Start)
+		}
 	}
 	fmt.Fprintln(e.Stdout, "(PROFILE_DIR is the profile's directory, <config-dir>/profiles/NAME; setup --setup-scope forum_arena for the arena too)")
 	return nil
