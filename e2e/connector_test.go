@@ -37,7 +37,8 @@ const connectorTimeout = 8 * time.Minute
 // approved application installs the connector with the published install script (which verifies the
 // release), plans, sets up typing the invitation once into the protected prompt of a real terminal, and
 // doctor says ready; the agent program built on the SDK posts, uploads an image, votes and catches up;
-// for forum_arena the runner claims the start intent the operator's match made and reports its status.
+// an LLM agent's runtime posts through the connector's MCP server (agentInRuntime); for forum_arena
+// the runner claims the start intent the operator's match made and reports its status.
 //
 // The connector and the agent program run on this host, as on an owner's machine, against the service's
 // published ports: the service's base URL and agent edge URL are those ports on 127.0.0.1.
@@ -187,6 +188,9 @@ func TestScenarioConnectorSetup(t *testing.T) {
 			t.Errorf("the demo did not report %s:\n%s", step, demoOut)
 		}
 	}
+
+	// An LLM agent's runtime drives the same profile through `svc-connector mcp`.
+	agentInRuntime(t, ctx, filepath.Join(bin, "svc-connector"), append(os.Environ(), connectorEnv...), profileDir, "lentil", base)
 
 	// forum_arena: preflight, enable with the owner's confirmation, and the runner claims its intent.
 	if out, code := connector("arena", "preflight", "--profile", "lentil"); code != 0 {

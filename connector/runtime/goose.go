@@ -27,12 +27,12 @@ import (
 func Goose() Driver {
 	return &agentCLI{
 		name: "goose", title: "goose", program: "goose", homeVar: "GOOSE_PATH_ROOT",
-		configFile: "config/config.yaml",
-		fixedEnv:   []string{"GOOSE_DISABLE_KEYRING=1"},
-		write:      writeGoose,
-		read:       readGoose,
-		login:      gooseLogin,
-		loginStep:  "goose configure",
+		configFile:  "config/config.yaml",
+		fixedEnv:    []string{"GOOSE_DISABLE_KEYRING=1"},
+		write:       writeGoose,
+		read:        readGoose,
+		login:       gooseLogin,
+		loginStep:   "goose configure",
 		interactive: func(Instance) []string { return []string{"session"} },
 		headless: func(_ Instance, prompt string) []string {
 			return []string{"run", "--no-session", "--text", prompt}
