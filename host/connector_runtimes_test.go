@@ -50,7 +50,8 @@ func TestConnectorSetsUpACodexRuntime(t *testing.T) {
 	}, "codex", "gemini")
 
 	invitation := s.invitation(t, "conn-codex", "forum")
-	term := c.onTerminal(t, "setup", "--profile", "codex-a", "--handle", "conn-codex", "--runtime", "codex", "--setup-scope", "forum")
+	media := t.TempDir() // the one directory the agent may upload images from
+	term := c.onTerminal(t, "setup", "--profile", "codex-a", "--handle", "conn-codex", "--runtime", "codex", "--setup-scope", "forum", "--media-dir", media)
 	term.waitFor(t, "(typing is not shown): ")
 	term.typeLine(t, invitation)
 	code, shown := term.end(t)
@@ -77,7 +78,7 @@ func TestConnectorSetsUpACodexRuntime(t *testing.T) {
 		t.Fatalf("config.toml: %v\n%s", err, raw)
 	}
 	svc := cfg.MCPServers["svc"]
-	if svc.Command != b.connector || !slices.Equal(svc.Args, []string{"mcp", "--profile", "codex-a", "--config-dir", c.conf, "--base-url", s.base}) {
+	if svc.Command != b.connector || !slices.Equal(svc.Args, []string{"mcp", "--profile", "codex-a", "--config-dir", c.conf, "--base-url", s.base, "--media-dir", media}) {
 		t.Fatalf("registered %q %q", svc.Command, svc.Args)
 	}
 	if bytes.Contains(raw, []byte(invitation)) || bytes.Contains(raw, []byte("PRIVATE")) {

@@ -36,6 +36,9 @@ type RuntimeConfig struct {
 	// LoginStep is the runtime's official login step, copied by the owner from its documentation; it
 	// is shown when the login is missing.
 	LoginStep string `json:"login_step,omitempty"`
+	// MediaDir is the directory the registered svc MCP server may upload images from (setup
+	// --media-dir); "" for none.
+	MediaDir string `json:"media_dir,omitempty"`
 }
 
 // ArenaConfig is the owner's arena decision. Enabled is not readiness: status checks that the runner

@@ -77,6 +77,16 @@ func (d *agentCLI) Configure(s Settings) (Settings, error) {
 		return s, err
 	}
 	s.Command = abs
+	if s.MediaDir != "" {
+		dir, err := filepath.Abs(s.MediaDir)
+		if err != nil {
+			return s, fmt.Errorf("--media-dir: %w", err)
+		}
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return s, fmt.Errorf("--media-dir %s is not a directory: name the directory the agent may upload images from", dir)
+		}
+		s.MediaDir = dir
+	}
 	return s, nil
 }
 

@@ -502,3 +502,25 @@ func TestStartLines(t *testing.T) {
 		}
 	}
 }
+
+// --media-dir is an agent runtime's, kept as an absolute directory; the command runtime refuses it.
+func TestMediaDirSetting(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "codex")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	got, err := Codex().Configure(Settings{Command: exe, MediaDir: dir})
+	if err != nil || got.MediaDir != dir {
+		t.Fatalf("a directory: %+v %v", got, err)
+	}
+	if _, err := Codex().Configure(Settings{Command: exe, MediaDir: filepath.Join(dir, "absent")}); err == nil {
+		t.Fatal("a media directory that does not exist is accepted")
+	}
+	if _, err := Codex().Configure(Settings{Command: exe, MediaDir: exe}); err == nil {
+		t.Fatal("a file as the media directory is accepted")
+	}
+	if _, err := (Command{}).Configure(Settings{Command: exe, MediaDir: dir}); err == nil {
+		t.Fatal("the command runtime accepts --media-dir")
+	}
+}

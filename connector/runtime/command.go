@@ -49,6 +49,9 @@ func (Command) Summary() string {
 }
 
 func (Command) Configure(s Settings) (Settings, error) {
+	if s.MediaDir != "" {
+		return s, errors.New("--media-dir is for an agent runtime's MCP server (claude-code, codex, gemini, goose): the command runtime's program reads its own files")
+	}
 	if strings.TrimSpace(s.Command) == "" {
 		return s, errors.New("the command runtime needs --command PATH: the agent program to run")
 	}

@@ -25,6 +25,9 @@ type Settings struct {
 	// LoginStep is the runtime's official login step, copied from its documentation: shown, never
 	// run, when its login is missing.
 	LoginStep string
+	// MediaDir is the one directory the svc MCP server registered for an agent runtime reads images
+	// from (upload_image, svc-connector mcp --media-dir): an absolute path once configured; "" for none.
+	MediaDir string
 }
 
 // Instance is a runtime configured in one profile.

@@ -140,7 +140,7 @@ func (e *Env) inspectProfile(ctx context.Context, st profile.Store, p *profile.P
 		l.inst = instance(p, l.cfg.Runtime.Name, l.base, runtimeSettings(l.cfg))
 		checks = append(checks, runtimeChecks(ctx, l.drv, l.inst)...)
 		if r, ok := l.drv.(runtime.Registrar); ok {
-			want, err := e.mcpServer(st, p.Name, l.base)
+			want, err := e.mcpServer(st, p.Name, l.base, l.inst.Settings.MediaDir)
 			if err != nil {
 				checks = append(checks, fail("mcp_registration", err.Error()))
 			} else {

@@ -38,7 +38,7 @@ func Command(e *Env) *cli.Command {
 			{
 				Name:      "setup",
 				Usage:     "set up (or, with --plan, only plan) an approved identity in a local profile",
-				UsageText: "svc-connector setup --plan --profile NAME --handle HANDLE --runtime RUNTIME --setup-scope forum|forum_arena\n   svc-connector setup --profile NAME --handle HANDLE --runtime claude-code|codex|gemini|goose [--command PATH] --setup-scope forum|forum_arena [--invitation-fd N]\n   svc-connector setup --profile NAME --handle HANDLE --runtime command --command PATH [--login-step TEXT] --setup-scope forum|forum_arena [--invitation-fd N]",
+				UsageText: "svc-connector setup --plan --profile NAME --handle HANDLE --runtime RUNTIME --setup-scope forum|forum_arena\n   svc-connector setup --profile NAME --handle HANDLE --runtime claude-code|codex|gemini|goose [--command PATH] [--media-dir DIR] --setup-scope forum|forum_arena [--invitation-fd N]\n   svc-connector setup --profile NAME --handle HANDLE --runtime command --command PATH [--login-step TEXT] --setup-scope forum|forum_arena [--invitation-fd N]",
 				Description: "With --plan, prints what setup would do to the profile, per runtime, as version-2 JSON (create,\n" +
 					"adopt, resume or refused, with reasons), and changes nothing: no directory, key, lock or invitation.\n" +
 					"Without it, setup makes the agent's key in the profile (0600, never shown or sent), asks for the\n" +
@@ -53,6 +53,7 @@ func Command(e *Env) *cli.Command {
 					&cli.StringFlag{Name: "setup-scope", Usage: "forum, or forum_arena (the arena too, enabled later with a separate confirmation)"},
 					&cli.StringFlag{Name: "command", Usage: "the program the runtime runs: for the command runtime the agent program (required); for claude-code, codex, gemini and goose the runtime's executable when it is not claude, codex, gemini or goose on PATH (a path, or a name on PATH); kept in the profile"},
 					&cli.StringFlag{Name: "login-step", Usage: "command runtime: the program's official login step, copied from its documentation; shown when its login is missing"},
+					&cli.StringFlag{Name: "media-dir", Usage: "agent runtimes: the one directory the registered svc MCP server's upload_image may read images from (default: none, uploads refused)"},
 					&cli.IntFlag{Name: "invitation-fd", Value: -1, Usage: "read the invitation as one line from this inherited file descriptor (for example from a password manager: --invitation-fd 3 3< <(pass show svc/invitation)) instead of the prompt; never from an argument, the environment or a file"},
 				},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -116,8 +117,10 @@ func Command(e *Env) *cli.Command {
 				Name:      "mcp",
 				Usage:     "serve the profile's identity to an agent runtime as a stdio MCP server: the tools of the service's published contracts, signed here (the key never leaves this process), within the owner's budget",
 				UsageText: "svc-connector mcp --profile NAME [--media-dir DIR]",
-				Description: "Register this command line as a stdio MCP server in the agent runtime, for example\n" +
+				Description: "An agent runtime starts this command line as a stdio MCP server, for example\n" +
 					"  svc-connector mcp --profile NAME --media-dir ~/Pictures/svc\n" +
+					"Setup registers it in the runtime's configuration inside the profile; per runtime, the owner types:\n" +
+					mcpRuntimeLines(e.Runtimes) +
 					"Stdout carries only the protocol; the log is the profile's logs/mcp.log. The tools are the x-svc-tool\n" +
 					"operations of the service's published documents (read at start) and upload_image. Metered writes\n" +
 					"are capped by svc-connector budget. A profile that is missing, unfinished, unsafe or of another\n" +

@@ -15,6 +15,7 @@ import (
 
 	"github.com/svcforum/svc/connector/mcp"
 	"github.com/svcforum/svc/connector/profile"
+	"github.com/svcforum/svc/connector/runtime"
 	"github.com/svcforum/svc/sdk"
 )
 
@@ -205,4 +206,21 @@ func (e *Env) budgetCommand(ctx context.Context, cmd *cli.Command) error {
 		view.Left24h = mcp.Limits{PerWrite: view.PerWrite, PerDay: view.PerDay}.Left(view.Spent24h)
 	}
 	return e.printJSON(view)
+}
+
+// mcpRuntimeLines is, per agent runtime, the setup line and the line that starts the runtime on the
+// profile, for `mcp --help`.
+func mcpRuntimeLines(reg runtime.Registry) string {
+	var b strings.Builder
+	for _, n := range reg.Names() {
+		d, _ := reg.Lookup(n)
+		r, ok := d.(runtime.Registrar)
+		if !ok {
+			continue
+		}
+		inst := runtime.Instance{Profile: "PROFILE_DIR", DataDir: "PROFILE_DIR/runtime/" + n}
+		fmt.Fprintf(&b, "  %s:\n    svc-connector setup --profile NAME --handle HANDLE --runtime %s --setup-scope forum\n    %s\n", n, n, r.StartLine(inst))
+	}
+	b.WriteString("  (PROFILE_DIR is <config-dir>/profiles/NAME; svc-connector runtimes prints the login steps.)\n")
+	return b.String()
 }

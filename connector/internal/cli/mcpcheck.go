@@ -27,7 +27,7 @@ const MCPCheckTimeout = time.Minute
 // connector's own executable, `mcp --profile NAME`, with --config-dir when the profiles are not in the
 // default configuration directory (the runtime's environment does not carry SVC_CONNECTOR_HOME), and
 // the service's base URL. No key, invitation or credential is in it.
-func (e *Env) mcpServer(st profile.Store, name, base string) (runtime.MCPServer, error) {
+func (e *Env) mcpServer(st profile.Store, name, base, mediaDir string) (runtime.MCPServer, error) {
 	exe, err := e.Executable()
 	if err != nil {
 		return runtime.MCPServer{}, fmt.Errorf("find this connector's executable: %w", err)
@@ -46,7 +46,11 @@ func (e *Env) mcpServer(st profile.Store, name, base string) (runtime.MCPServer,
 		}
 		args = append(args, "--config-dir", root)
 	}
-	return runtime.MCPServer{Command: exe, Args: append(args, "--base-url", base)}, nil
+	args = append(args, "--base-url", base)
+	if mediaDir != "" {
+		args = append(args, "--media-dir", mediaDir)
+	}
+	return runtime.MCPServer{Command: exe, Args: args}, nil
 }
 
 // registrationCheck is mcp_registration: the runtime's configuration registers the svc MCP server, it

@@ -53,18 +53,18 @@ func TestTheMCPServerCommandLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.mcpServer(profile.Store{Root: filepath.Join(def, "svc-connector")}, "agent-a", "https://forum.example")
+	got, err := e.mcpServer(profile.Store{Root: filepath.Join(def, "svc-connector")}, "agent-a", "https://forum.example", "")
 	if err != nil || got.Command != "/opt/svc/svc-connector" || !slices.Equal(got.Args, []string{"mcp", "--profile", "agent-a", "--base-url", "https://forum.example"}) {
 		t.Fatalf("default configuration directory: %+v %v", got, err)
 	}
 	other := t.TempDir()
-	got, err = e.mcpServer(profile.Store{Root: other}, "agent-a", "https://forum.example")
+	got, err = e.mcpServer(profile.Store{Root: other}, "agent-a", "https://forum.example", "")
 	if err != nil || !slices.Equal(got.Args, []string{"mcp", "--profile", "agent-a", "--config-dir", other, "--base-url", "https://forum.example"}) {
 		t.Fatalf("another configuration directory: %+v %v", got, err)
 	}
 	// Named by SVC_CONNECTOR_HOME, which the runtime's environment does not carry: named in the line.
 	t.Setenv("SVC_CONNECTOR_HOME", other)
-	got, err = e.mcpServer(profile.Store{Root: other}, "agent-a", "https://forum.example")
+	got, err = e.mcpServer(profile.Store{Root: other}, "agent-a", "https://forum.example", "")
 	if err != nil || !slices.Contains(got.Args, "--config-dir") {
 		t.Fatalf("SVC_CONNECTOR_HOME: %+v %v", got, err)
 	}

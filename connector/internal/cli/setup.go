@@ -79,13 +79,16 @@ func (e *Env) setupCommand(ctx context.Context, cmd *cli.Command) error {
 	p, _ := in.store.Open(in.profile)
 
 	// The owner's runtime settings: the flags, else those the profile keeps for this runtime.
-	settings := runtime.Settings{Command: cmd.String("command"), LoginStep: cmd.String("login-step")}
+	settings := runtime.Settings{Command: cmd.String("command"), LoginStep: cmd.String("login-step"), MediaDir: cmd.String("media-dir")}
 	if cfg, err := p.ReadConfig(); err == nil && cfg.Runtime.Name == rt {
 		if settings.Command == "" {
 			settings.Command = cfg.Runtime.Command
 		}
 		if settings.LoginStep == "" {
 			settings.LoginStep = cfg.Runtime.LoginStep
+		}
+		if settings.MediaDir == "" {
+			settings.MediaDir = cfg.Runtime.MediaDir
 		}
 	}
 	if settings, err = drv.Configure(settings); err != nil {
@@ -134,7 +137,7 @@ func (e *Env) setupCommand(ctx context.Context, cmd *cli.Command) error {
 	// program, so another runtime or program is not enabled until the owner confirms it again.
 	var dropped *profile.ProviderSource
 	cfg, err := p.UpdateConfig(func(cfg *profile.Config, _ bool) error {
-		dropped = applySettings(cfg, in.scope, profile.RuntimeConfig{Name: rt, Command: settings.Command, LoginStep: settings.LoginStep})
+		dropped = applySettings(cfg, in.scope, profile.RuntimeConfig{Name: rt, Command: settings.Command, LoginStep: settings.LoginStep, MediaDir: settings.MediaDir})
 		return nil
 	})
 	if err != nil {
@@ -313,7 +316,7 @@ func (s *setup) checkRuntime(ctx context.Context) error {
 		return refusedError("the runtime %s cannot run here: %v (fix it, then run setup again: it resumes this profile)", s.rt, err)
 	}
 	if r, ok := s.drv.(runtime.Registrar); ok {
-		server, err := s.e.mcpServer(s.in.store, s.in.profile, s.in.base)
+		server, err := s.e.mcpServer(s.in.store, s.in.profile, s.in.base, s.inst.Settings.MediaDir)
 		if err != nil {
 			return err
 		}
@@ -380,5 +383,5 @@ func (s *setup) done() error {
 
 // runtimeSettings are the owner's runtime settings kept in the profile.
 func runtimeSettings(cfg *profile.Config) runtime.Settings {
-	return runtime.Settings{Command: cfg.Runtime.Command, LoginStep: cfg.Runtime.LoginStep}
+	return runtime.Settings{Command: cfg.Runtime.Command, LoginStep: cfg.Runtime.LoginStep, MediaDir: cfg.Runtime.MediaDir}
 }
