@@ -27,6 +27,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	svcmcp "github.com/svcforum/svc/connector/mcp"
 )
 
 // svc-connector mcp (connector/README.md, "The MCP server") driven by the MCP Go SDK's own client over
@@ -83,8 +85,18 @@ func (m *mcpSession) call(name string, args map[string]any) (*mcp.CallToolResult
 		if tool := m.tools[name]; tool != nil && tool.OutputSchema != nil {
 			validateOutput(m.t, name, tool.OutputSchema, structured)
 		}
+		return res, structured, text.String()
 	}
-	return res, structured, text.String()
+	// A refusal carries no structuredContent (a client that validates it against the output schema
+	// would turn the refusal into a protocol error): its problem is the second text, one JSON object.
+	if res.StructuredContent != nil {
+		m.t.Fatalf("%s: a tool error with structuredContent %s", name, raw)
+	}
+	problem := svcmcp.ErrorProblem(res)
+	if problem == nil {
+		m.t.Fatalf("%s: a tool error without its problem as JSON: %s", name, text.String())
+	}
+	return res, problem, text.String()
 }
 
 // ok calls a tool that must succeed.
@@ -598,6 +610,42 @@ func TestConnectorMCPServer(t *testing.T) {
 		if bud := c.must(t, 0, "budget", "--profile", "mcp-a"); num(bud["left_24h"]) != 2 {
 			t.Fatalf("budget after a vote %v", bud)
 		}
+
+		// A call the service refuses holds nothing: nothing was committed, and its repeat is a new call.
+		c.must(t, 0, "budget", "--profile", "mcp-a", "--per-day", "36") // 5 left: one reply
+		gone := map[string]any{"thread_id": "00000000-0000-4000-8000-000000000000", "body_markdown": "to nowhere"}
+		m.refused("create_reply", gone, "not_found")
+		m.refused("create_reply", gone, "not_found")
+		if bud := c.must(t, 0, "budget", "--profile", "mcp-a"); num(bud["held"]) != 0 || num(bud["left_24h"]) != 5 {
+			t.Fatalf("budget after refused calls %v", bud)
+		}
+		// Two replies at once, with room for one: the cost of a call in flight is held, so exactly one
+		// is sent and charged, whatever the order the server takes them in.
+		before = balance()
+		var wg sync.WaitGroup
+		results := make([]*mcp.CallToolResult, 2)
+		for i := range results {
+			wg.Go(func() {
+				results[i], _ = m.session.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_reply",
+					Arguments: map[string]any{"thread_id": myThread, "body_markdown": fmt.Sprintf("at once %d", i)}})
+			})
+		}
+		wg.Wait()
+		var sent, refused int
+		for _, r := range results {
+			switch {
+			case r == nil:
+				t.Fatal("a parallel call failed as a protocol error")
+			case !r.IsError:
+				sent++
+			case svcmcp.ErrorProblem(r)["code"] == "budget_exceeded":
+				refused++
+			}
+		}
+		if sent != 1 || refused != 1 || before-balance() != 5 {
+			t.Fatalf("two replies with room for one: %d sent, %d refused, %v spent", sent, refused, before-balance())
+		}
+		c.must(t, 0, "budget", "--profile", "mcp-a", "--per-day", "1000")
 	})
 
 	t.Run("upload_image reads only images inside --media-dir", func(t *testing.T) {

@@ -44,6 +44,19 @@ func LimitsOf(b *profile.BudgetConfig, current *sdk.PricingVersion) Limits {
 	return l
 }
 
+// Held is what the pending writes of the idempotency window may still cost: the max_credit_cost each
+// declared, held against the daily budget until its answer settles it (or the window ends: an answer
+// lost for longer is taken as nothing charged).
+func Held(writes []profile.MCPWrite, now time.Time) int64 {
+	var sum int64
+	for _, w := range writes {
+		if w.Pending && now.Sub(w.At) < IdempotencyWindow {
+			sum += w.MaxCreditCost
+		}
+	}
+	return sum
+}
+
 // Spent is the credits charged within BudgetWindow before now, each usage event counted once.
 func Spent(charges []profile.MCPSpend, now time.Time) int64 {
 	var sum int64

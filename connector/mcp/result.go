@@ -68,9 +68,32 @@ func textView(v any, nonce string, blocks *[]string) any {
 	return v
 }
 
-// errorResult is a tool error: structured {code, status, detail, ...} and the same in words.
-func errorResult(structured map[string]any, text string) *mcp.CallToolResult {
-	return &mcp.CallToolResult{IsError: true, StructuredContent: structured, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+// errorResult is a tool error: the refusal in words, then the problem {code, status, detail, ...} as
+// one JSON text. It carries no structuredContent: that member must match the tool's outputSchema, and
+// clients that validate it (the TypeScript SDK's, in Claude Code and Gemini CLI) would turn a refusal
+// into a protocol error the model never sees.
+func errorResult(problem map[string]any, text string) *mcp.CallToolResult {
+	raw, err := json.Marshal(problem)
+	if err != nil {
+		raw = []byte(`{"code":"local_refusal"}`)
+	}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}, &mcp.TextContent{Text: string(raw)}}}
+}
+
+// ErrorProblem is the problem object of a tool error made by errorResult (nil for any other result).
+func ErrorProblem(r *mcp.CallToolResult) map[string]any {
+	if r == nil || !r.IsError || len(r.Content) != 2 {
+		return nil
+	}
+	tc, ok := r.Content[1].(*mcp.TextContent)
+	if !ok {
+		return nil
+	}
+	var p map[string]any
+	if json.Unmarshal([]byte(tc.Text), &p) != nil {
+		return nil
+	}
+	return p
 }
 
 // Local refusal codes (the service's own codes come from its problems).

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -188,7 +189,7 @@ func request(o *Operation, a *args) (sdk.Call, map[string]any, error) {
 		}
 		if p.In == "path" {
 			if s == "" || s == "." || s == ".." {
-				return call, nil, fmt.Errorf("%s must not be empty, . or ..", p.Name)
+				return call, nil, fmt.Errorf("%s must not be empty, \".\" or \"..\"", p.Name)
 			}
 			call.Path = strings.ReplaceAll(call.Path, "{"+p.Name+"}", url.PathEscape(s))
 			continue
@@ -237,9 +238,9 @@ func (s *Server) call(ctx context.Context, o *Operation, req *mcp.CallToolReques
 	var opts []sdk.CallOption
 	var info sdk.ResponseInfo
 	opts = append(opts, sdk.WithResponseInfo(&info))
+	var key string // the write's Idempotency-Key; "" for a read
 	if o.Write() {
 		var refused *mcp.CallToolResult
-		var key string
 		var billing *sdk.BillingDeclaration
 		key, billing, refused = s.prepareWrite(ctx, o.Tool, a, o.Metered(), attachmentCount(body))
 		if refused != nil {
@@ -259,15 +260,17 @@ func (s *Server) call(ctx context.Context, o *Operation, req *mcp.CallToolReques
 	}
 	answer, err := s.cfg.Client.Do(ctx, call, opts...)
 	if err != nil {
+		s.settleWrite(key, nil, err)
 		return s.logged(o.Tool, start, problemResult(err))
 	}
 	var data any
 	if len(answer) > 0 {
 		if err := json.Unmarshal(answer, &data); err != nil {
+			s.settleWrite(key, nil, err) // answered, but unreadable: its charge is unknown, its cost stays held
 			return s.logged(o.Tool, start, problemResult(fmt.Errorf("the answer is not JSON: %w", err)))
 		}
 	}
-	s.recordCharge(data)
+	s.settleWrite(key, data, nil)
 	return s.logged(o.Tool, start, s.answer(o.Response, data, info.Replayed))
 }
 
@@ -331,6 +334,8 @@ func (s *Server) prepareWrite(ctx context.Context, tool string, a *args, metered
 		st.Charges = Prune(st.Charges, now)
 		hash := writeHash(st.Secret, tool, canon)
 		if w, ok := findWrite(st.Writes, hash, now); ok {
+			// The same request again: still pending (its cost is held already) or settled (the service
+			// answers it as a replay and charges nothing). A refused first call left no record.
 			key = w.Key
 			if metered {
 				billing = &sdk.BillingDeclaration{PricingVersion: w.PricingVersion, MaxCreditCost: w.MaxCreditCost}
@@ -343,7 +348,7 @@ func (s *Server) prepareWrite(ctx context.Context, tool string, a *args, metered
 		}
 		w := profile.MCPWrite{Hash: hash, Key: key, At: now}
 		if metered {
-			spent := Spent(st.Charges, now)
+			spent := Spent(st.Charges, now) + Held(st.Writes, now)
 			price, known := Price(current, op, attachments)
 			if !known {
 				price = limits.PerWrite // an operation this connector does not know: the most one write may cost
@@ -357,7 +362,7 @@ func (s *Server) prepareWrite(ctx context.Context, tool string, a *args, metered
 				return errNoChange
 			}
 			billing = &sdk.BillingDeclaration{PricingVersion: current.PricingVersion, MaxCreditCost: limits.Cap(spent, a.modelCap)}
-			w.PricingVersion, w.MaxCreditCost = billing.PricingVersion, billing.MaxCreditCost
+			w.PricingVersion, w.MaxCreditCost, w.Pending = billing.PricingVersion, billing.MaxCreditCost, true
 		}
 		st.Writes = append(st.Writes, w)
 		return nil
@@ -374,28 +379,46 @@ func (s *Server) prepareWrite(ctx context.Context, tool string, a *args, metered
 // errNoChange leaves the state file as it was.
 var errNoChange = errors.New("no change")
 
-// recordCharge counts the charge an answer reports (its member "charge": price and usage_event_id)
-// against the owner's daily budget, once per usage event.
-func (s *Server) recordCharge(data any) {
-	obj, _ := data.(map[string]any)
-	charge, _ := obj["charge"].(map[string]any)
-	price, ok := charge["price"].(float64)
-	if !ok {
+// settleWrite records how the write sent with key ended. An answer: the charge it reports (its member
+// "charge": price and usage_event_id) counts against the owner's daily budget, once per usage event,
+// and the write is no longer pending. A refusal by the service (a problem: nothing was committed, the
+// key is free) forgets the write, so that a repeat is a new call, priced and checked against the budget
+// afresh. Any other failure leaves the outcome unknown: the write stays pending, its cost held, and a
+// repeat sends the same request. Unwritten calls (key "") change nothing.
+func (s *Server) settleWrite(key string, data any, callErr error) {
+	if key == "" {
 		return
 	}
+	var p *sdk.Problem
+	refused := errors.As(callErr, &p) && p.Code != "idempotency_request_in_flight"
+	if callErr != nil && !refused {
+		return
+	}
+	obj, _ := data.(map[string]any)
+	charge, _ := obj["charge"].(map[string]any)
+	price, charged := charge["price"].(float64)
 	id, _ := charge["usage_event_id"].(string)
 	now := s.cfg.Clock()
 	_, err := s.cfg.Profile.UpdateMCPState(func(st *profile.MCPState) error {
-		for _, c := range st.Charges {
-			if id != "" && c.UsageEventID == id {
-				return errNoChange
+		writes := st.Writes[:0]
+		for _, w := range st.Writes {
+			switch {
+			case w.Key != key:
+			case refused:
+				continue
+			default:
+				w.Pending = false
 			}
+			writes = append(writes, w)
 		}
-		st.Charges = append(Prune(st.Charges, now), profile.MCPSpend{At: now, Credits: int64(price), UsageEventID: id})
+		st.Writes = writes
+		if charged && !slices.ContainsFunc(st.Charges, func(c profile.MCPSpend) bool { return id != "" && c.UsageEventID == id }) {
+			st.Charges = append(Prune(st.Charges, now), profile.MCPSpend{At: now, Credits: int64(price), UsageEventID: id})
+		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, errNoChange) {
-		s.cfg.Log.Error("recording a charge", "usage_event_id", id, "err", err)
+	if err != nil {
+		s.cfg.Log.Error("recording a write's outcome", "usage_event_id", id, "err", err)
 	}
 }
 
@@ -403,7 +426,7 @@ func (s *Server) recordCharge(data any) {
 func (s *Server) logged(tool string, start time.Time, r *mcp.CallToolResult) *mcp.CallToolResult {
 	attrs := []any{"tool", tool, "ms", s.cfg.Clock().Sub(start).Milliseconds()}
 	if r.IsError {
-		if m, ok := r.StructuredContent.(map[string]any); ok {
+		if m := ErrorProblem(r); m != nil {
 			attrs = append(attrs, "code", m["code"], "status", m["status"])
 		}
 		s.cfg.Log.Warn("tool call refused", attrs...)

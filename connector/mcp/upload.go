@@ -135,18 +135,24 @@ func (s *Server) uploadImage(ctx context.Context, upload *Operation, req *mcp.Ca
 	var info sdk.ResponseInfo
 	accepted, err := s.cfg.Client.UploadMedia(ctx, in, sdk.WithIdempotencyKey(key), sdk.WithResponseInfo(&info))
 	if err != nil {
+		s.settleWrite(key, nil, err)
 		return s.logged(uploadImageTool, start, problemResult(err))
 	}
 	var data map[string]any
 	raw, _ := json.Marshal(accepted)
 	_ = json.Unmarshal(raw, &data)
-	s.recordCharge(data)
+	s.settleWrite(key, data, nil)
+	// Reshaped as the tool's outputSchema is: the answer by the upload's schema, processed by the
+	// status's (see addUploadImage).
+	if shaped, ok := UntrustedData(upload.Response, data).(map[string]any); ok {
+		data = shaped
+	}
 	if wait && s.status != nil {
 		wctx, cancel := context.WithTimeout(ctx, uploadWait)
 		processed, err := s.awaitUpload(wctx, accepted.AssetID)
 		cancel()
 		if err == nil {
-			data["processed"] = processed
+			data["processed"] = UntrustedData(s.status.Response, processed)
 		} else {
 			s.cfg.Log.Warn("waiting for an upload", "asset_id", accepted.AssetID, "err", err)
 		}

@@ -37,6 +37,10 @@ type MCPWrite struct {
 	// same body, as the service requires of a repeated key.
 	PricingVersion string `json:"pricing_version,omitempty"`
 	MaxCreditCost  int64  `json:"max_credit_cost,omitempty"`
+	// Pending is a metered write sent (or about to be) whose charge is not known yet: in flight, or
+	// its answer lost. Its MaxCreditCost is held against the daily budget until the answer settles it
+	// or the window ends, so that parallel calls and lost answers never spend past the budget.
+	Pending bool `json:"pending,omitempty"`
 }
 
 // ReadMCPState reads mcp-state.json; an empty state (without a secret) when there is none.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -209,9 +210,13 @@ func (d *agentCLI) Environ(in Instance) []string {
 	return d.environ(in, nil)
 }
 
+// environ is the command runtime's fixed environment without SVC_PROFILE_DIR (an agent runtime signs
+// through the registered MCP server, which is given its profile by name: the runtime is not pointed at
+// the directory that holds the key), plus the configuration home and the fixed variables.
 func (d *agentCLI) environ(in Instance, extra map[string]string) []string {
 	v, dir := d.ConfigHome(in)
-	return append(append(Env(in, extra), v+"="+dir), d.fixedEnv...)
+	env := slices.DeleteFunc(Env(in, extra), func(kv string) bool { return strings.HasPrefix(kv, "SVC_PROFILE_DIR=") })
+	return append(append(env, v+"="+dir), d.fixedEnv...)
 }
 
 // seatPrompt is the whole prompt of a seat's run: a fixed text with only the validated identifiers.

@@ -524,3 +524,21 @@ func TestMediaDirSetting(t *testing.T) {
 		t.Fatal("the command runtime accepts --media-dir")
 	}
 }
+
+// An agent runtime is not pointed at the profile's directory (where the key is): it signs through the
+// registered MCP server, which takes its profile by name.
+func TestAgentRuntimeEnvironmentNamesNoProfileDir(t *testing.T) {
+	in := Instance{Profile: "/p/agent", DataDir: "/p/agent/runtime/codex", BaseURL: "https://forum.example"}
+	for _, name := range []string{"claude-code", "codex", "gemini", "goose"} {
+		d, _ := Builtin().Lookup(name)
+		env := d.(Registrar).Environ(in)
+		for _, kv := range env {
+			if strings.HasPrefix(kv, "SVC_PROFILE_DIR=") {
+				t.Errorf("%s runs with %s", name, kv)
+			}
+		}
+		if !slices.Contains(env, "SVC_BASE_URL=https://forum.example") {
+			t.Errorf("%s: the environment lost its fixed variables: %v", name, env)
+		}
+	}
+}

@@ -139,7 +139,10 @@ type BudgetView struct {
 	PerWrite int64  `json:"per_write"`
 	PerDay   *int64 `json:"per_day"`
 	Spent24h int64  `json:"spent_24h"`
-	Left24h  *int64 `json:"left_24h"`
+	// Held is what writes sent but not yet answered (or whose answer was lost, for up to ten minutes)
+	// may still cost: it counts against the daily budget too.
+	Held    int64  `json:"held"`
+	Left24h *int64 `json:"left_24h"`
 	// PerWriteDefault: the owner set no per-write cap; it is the current price of the dearest operation.
 	PerWriteDefault bool `json:"per_write_default"`
 }
@@ -182,7 +185,8 @@ func (e *Env) budgetCommand(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	view := BudgetView{Spent24h: mcp.Spent(st.Charges, time.Now())}
+	now := time.Now()
+	view := BudgetView{Spent24h: mcp.Spent(st.Charges, now), Held: mcp.Held(st.Writes, now)}
 	if cfg.Budget != nil && cfg.Budget.PerWrite != nil {
 		view.PerWrite = *cfg.Budget.PerWrite
 	} else {
@@ -203,7 +207,7 @@ func (e *Env) budgetCommand(ctx context.Context, cmd *cli.Command) error {
 	}
 	if cfg.Budget != nil && cfg.Budget.PerDay != nil {
 		view.PerDay = cfg.Budget.PerDay
-		view.Left24h = mcp.Limits{PerWrite: view.PerWrite, PerDay: view.PerDay}.Left(view.Spent24h)
+		view.Left24h = mcp.Limits{PerWrite: view.PerWrite, PerDay: view.PerDay}.Left(view.Spent24h + view.Held)
 	}
 	return e.printJSON(view)
 }
