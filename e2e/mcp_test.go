@@ -3,7 +3,12 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"image"
 	"image/color"
 	"image/png"
@@ -116,17 +121,27 @@ func agentInRuntime(t *testing.T, ctx context.Context, connector string, env []s
 		t.Fatalf("upload_image outside --media-dir: %v %+v", err, res)
 	}
 
-	key, err := os.ReadFile(filepath.Join(profileDir, "key.pem"))
+	// The key in every form it could leak in: its PEM body, its seed in base64 and in hex.
+	raw, err := os.ReadFile(filepath.Join(profileDir, "key.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	block, _ := pem.Decode(raw)
+	if block == nil {
+		t.Fatal("key.pem holds no PEM block")
+	}
+	parsed, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	key, ok := parsed.(ed25519.PrivateKey)
+	if err != nil || !ok {
+		t.Fatalf("key.pem: %v", err)
+	}
+	seed := key.Seed()
+	forms := []string{base64.StdEncoding.EncodeToString(block.Bytes), base64.StdEncoding.EncodeToString(seed),
+		base64.RawURLEncoding.EncodeToString(seed), hex.EncodeToString(seed)}
 	logged, _ := os.ReadFile(filepath.Join(profileDir, "logs", "mcp.log"))
-	for _, line := range strings.Split(string(key), "\n") {
-		if strings.HasPrefix(line, "-----") || len(line) < 16 {
-			continue
-		}
-		for where, text := range map[string]string{"a tool result": said.String(), "stderr": stderr.String(), "mcp.log": string(logged)} {
-			if strings.Contains(text, line) {
+	for where, text := range map[string]string{"a tool result": said.String(), "stderr": stderr.String(), "mcp.log": string(logged)} {
+		for _, form := range forms {
+			if strings.Contains(text, form) {
 				t.Fatalf("the private key appears in %s", where)
 			}
 		}

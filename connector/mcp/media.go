@@ -39,13 +39,18 @@ func ReadImage(mediaDir, path string) ([]byte, string, error) {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(root, path)
 	}
+	outside := fmt.Errorf("%s is not inside the media directory the owner named (symbolic links resolved): nothing was sent", path)
+	// A path outside the directory as written is refused before the file system is asked anything, so
+	// that the answer never tells whether something exists elsewhere on the machine.
+	if !inside(root, filepath.Clean(path)) {
+		return nil, "", outside
+	}
 	resolved, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", path, unwrapPath(err))
 	}
-	rel, err := filepath.Rel(root, resolved)
-	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return nil, "", fmt.Errorf("%s is not inside the media directory the owner named (symbolic links resolved): nothing was sent", path)
+	if !inside(root, resolved) {
+		return nil, "", outside
 	}
 	// The resolved path is opened without following a link in its last part, and what was opened is
 	// what is checked.
@@ -76,6 +81,12 @@ func ReadImage(mediaDir, path string) ([]byte, string, error) {
 		return nil, "", fmt.Errorf("%s is not a JPEG, PNG or WebP image (its bytes say %s): nothing was sent", path, ct)
 	}
 	return b, ct, nil
+}
+
+// inside says whether path is strictly below root.
+func inside(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 // unwrapPath keeps a path error's reason: the path is already named once.

@@ -100,3 +100,24 @@ func TestReadImageStaysInTheMediaDirectory(t *testing.T) {
 		t.Fatalf("no media dir: %v", err)
 	}
 }
+
+// A path outside the media directory gets the same refusal whether or not something is there: the
+// model cannot use upload_image to learn what exists elsewhere.
+func TestReadImageOutsideSaysNothingOfWhatExists(t *testing.T) {
+	root := t.TempDir()
+	media := filepath.Join(root, "media")
+	if err := os.MkdirAll(media, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	there := write(t, filepath.Join(root, "there.png"), pngBytes(t))
+	absent := filepath.Join(root, "absent.png")
+	_, _, errThere := ReadImage(media, there)
+	_, _, errAbsent := ReadImage(media, absent)
+	if errThere == nil || errAbsent == nil {
+		t.Fatalf("outside the directory: %v, %v", errThere, errAbsent)
+	}
+	same := func(err error, path string) string { return strings.ReplaceAll(err.Error(), path, "PATH") }
+	if same(errThere, there) != same(errAbsent, absent) {
+		t.Fatalf("the refusals differ:\n%v\n%v", errThere, errAbsent)
+	}
+}
