@@ -394,7 +394,7 @@ func TestTheProviderSourceIsTheRuntimesExecutableWithItsVersion(t *testing.T) {
 func headlessArgs(w *world, prompt string) []string {
 	switch w.d.name {
 	case "claude-code":
-		return []string{"--strict-mcp-config", "--mcp-config", filepath.Join(w.in.DataDir, "mcp.json"), "--allowedTools", "mcp__svc", "--print", prompt}
+		return []string{"--strict-mcp-config", "--mcp-config", filepath.Join(w.in.DataDir, "mcp.json"), "--tools", "", "--allowedTools", "mcp__svc", "--print", prompt}
 	case "codex":
 		return []string{"exec", "--skip-git-repo-check", prompt}
 	case "gemini":

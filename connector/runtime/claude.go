@@ -24,8 +24,10 @@ import (
 //     `claude auth login` in 2.1 (CHANGELOG "Added claude auth login, claude auth status, and claude
 //     auth logout CLI subcommands"). Login step: `CLAUDE_CONFIG_DIR=DIR claude auth login`.
 //   - Headless run: `claude --print PROMPT` (https://code.claude.com/docs/en/headless), with
-//     `--allowedTools mcp__svc`: the svc server's tools run without a permission prompt, and no other
-//     tool is allowed (print mode cannot ask).
+//     `--tools ""` (no built-in tool at all: no Read or Bash that could reach the profile's key;
+//     cli-reference, --tools) and `--allowedTools mcp__svc`: the svc server's tools run without a
+//     permission prompt (print mode cannot ask). --allowedTools alone adds to the read-only built-ins
+//     rather than replacing them (github.com/anthropics/claude-code issue 62608).
 func ClaudeCode() Driver {
 	return &agentCLI{
 		name: "claude-code", title: "Claude Code", program: "claude", homeVar: "CLAUDE_CONFIG_DIR",
@@ -52,7 +54,7 @@ func ClaudeCode() Driver {
 		headless: func(in Instance, prompt string) []string {
 			// --mcp-config and --allowedTools take several values: each is followed by another flag, and
 			// the prompt comes last, after --print.
-			return []string{"--strict-mcp-config", "--mcp-config", filepath.Join(in.DataDir, "mcp.json"), "--allowedTools", "mcp__" + MCPServerName, "--print", prompt}
+			return []string{"--strict-mcp-config", "--mcp-config", filepath.Join(in.DataDir, "mcp.json"), "--tools", "", "--allowedTools", "mcp__" + MCPServerName, "--print", prompt}
 		},
 	}
 }
