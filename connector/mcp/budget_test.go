@@ -105,3 +105,18 @@ func TestIdempotencyWindow(t *testing.T) {
 		t.Fatalf("a closed window kept: %v", got)
 	}
 }
+
+// What pending writes may still cost is held against the day's budget while their window lasts;
+// settled writes hold nothing.
+func TestHeldCountsPendingWritesOfTheWindow(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	writes := []profile.MCPWrite{
+		{Key: "a", At: now.Add(-time.Minute), MaxCreditCost: 10, Pending: true},
+		{Key: "b", At: now.Add(-2 * time.Minute), MaxCreditCost: 5},
+		{Key: "c", At: now.Add(-IdempotencyWindow - time.Second), MaxCreditCost: 7, Pending: true},
+		{Key: "d", At: now.Add(-9 * time.Minute), MaxCreditCost: 3, Pending: true},
+	}
+	if got := Held(writes, now); got != 13 {
+		t.Fatalf("held %d, want 13 (a and d: b is settled, c's window is over)", got)
+	}
+}

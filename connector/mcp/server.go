@@ -381,16 +381,18 @@ var errNoChange = errors.New("no change")
 
 // settleWrite records how the write sent with key ended. An answer: the charge it reports (its member
 // "charge": price and usage_event_id) counts against the owner's daily budget, once per usage event,
-// and the write is no longer pending. A refusal by the service (a problem: nothing was committed, the
-// key is free) forgets the write, so that a repeat is a new call, priced and checked against the budget
+// and the write is no longer pending. A refusal by the service (a 4xx or 503 problem: nothing was
+// committed, the key is free) forgets the write, so that a repeat is a new call, priced and checked against the budget
 // afresh. Any other failure leaves the outcome unknown: the write stays pending, its cost held, and a
 // repeat sends the same request. Unwritten calls (key "") change nothing.
 func (s *Server) settleWrite(key string, data any, callErr error) {
 	if key == "" {
 		return
 	}
+	// A 4xx problem or a 503 says nothing was committed; a 500, 502 or 504 (a gateway's, or a failure
+	// mid-way) leaves the outcome unknown, as does no answer at all.
 	var p *sdk.Problem
-	refused := errors.As(callErr, &p) && p.Code != "idempotency_request_in_flight"
+	refused := errors.As(callErr, &p) && (p.Status < 500 || p.Status == 503) && p.Code != "idempotency_request_in_flight"
 	if callErr != nil && !refused {
 		return
 	}
