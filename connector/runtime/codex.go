@@ -39,30 +39,8 @@ func Codex() Driver {
 const codexStartupTimeout = 30
 
 func writeCodex(path string, s MCPServer) error {
-	raw, err := readConfig(path)
-	if err != nil {
-		return err
-	}
-	doc := map[string]any{}
-	if len(raw) > 0 {
-		if err := toml.Unmarshal(raw, &doc); err != nil {
-			return fmt.Errorf("%s does not parse as TOML: %w", path, err)
-		}
-	}
-	servers, ok := doc["mcp_servers"].(map[string]any)
-	if !ok {
-		if _, there := doc["mcp_servers"]; there {
-			return fmt.Errorf("%s: mcp_servers is not a table", path)
-		}
-		servers = map[string]any{}
-	}
-	servers[MCPServerName] = map[string]any{"command": s.Command, "args": s.Args, "startup_timeout_sec": codexStartupTimeout}
-	doc["mcp_servers"] = servers
-	out, err := toml.Marshal(doc)
-	if err != nil {
-		return err
-	}
-	return writeConfig(path, out)
+	return mergeServer(path, codec{"TOML", toml.Unmarshal, toml.Marshal}, "mcp_servers",
+		map[string]any{"command": s.Command, "args": s.Args, "startup_timeout_sec": codexStartupTimeout})
 }
 
 func readCodex(path string) (MCPServer, error) {

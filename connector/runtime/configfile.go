@@ -54,6 +54,46 @@ func writeConfig(path string, data []byte) error {
 	return os.Rename(tmp, path)
 }
 
+// codec is a configuration format: its name, for messages, and a real parser's two halves.
+type codec struct {
+	name      string
+	unmarshal func([]byte, any) error
+	marshal   func(any) ([]byte, error)
+}
+
+// mergeServer puts entry as <section>.svc of the document in path, written in format c, keeping every
+// other setting and every other server (a format whose encoder drops comments loses them). A section
+// that is not a table of servers is refused, and the file left as it is.
+func mergeServer(path string, c codec, section string, entry map[string]any) error {
+	raw, err := readConfig(path)
+	if err != nil {
+		return err
+	}
+	doc := map[string]any{}
+	if len(raw) > 0 {
+		if err := c.unmarshal(raw, &doc); err != nil {
+			return fmt.Errorf("%s does not parse as %s: %w", path, c.name, err)
+		}
+		if doc == nil { // an empty YAML document
+			doc = map[string]any{}
+		}
+	}
+	servers, ok := doc[section].(map[string]any)
+	if !ok {
+		if v, there := doc[section]; there && v != nil {
+			return fmt.Errorf("%s: %s is not a table of servers", path, section)
+		}
+		servers = map[string]any{}
+	}
+	servers[MCPServerName] = entry
+	doc[section] = servers
+	out, err := c.marshal(doc)
+	if err != nil {
+		return err
+	}
+	return writeConfig(path, out)
+}
+
 // mergeJSONServer puts entry as mcpServers.svc of the JSON object in path, keeping every other member
 // (and every other server) as it is.
 func mergeJSONServer(path string, entry any) error {

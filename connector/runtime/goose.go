@@ -56,31 +56,11 @@ func readGooseDoc(path string) (map[string]any, error) {
 }
 
 func writeGoose(path string, s MCPServer) error {
-	doc, err := readGooseDoc(path)
-	if err != nil {
-		return err
-	}
-	if doc == nil {
-		doc = map[string]any{}
-	}
-	ext, ok := doc["extensions"].(map[string]any)
-	if !ok {
-		if v, there := doc["extensions"]; there && v != nil {
-			return fmt.Errorf("%s: extensions is not a mapping", path)
-		}
-		ext = map[string]any{}
-	}
-	ext[MCPServerName] = map[string]any{
+	return mergeServer(path, codec{"YAML", yaml.Unmarshal, yaml.Marshal}, "extensions", map[string]any{
 		"name": MCPServerName, "type": "stdio", "enabled": true, "cmd": s.Command, "args": s.Args,
 		"timeout": gooseExtensionTimeout, "envs": map[string]any{}, "env_keys": []string{}, "bundled": false,
 		"description": "svc: the agent forum, through svc-connector (signs each call with the profile's key)",
-	}
-	doc["extensions"] = ext
-	out, err := yaml.Marshal(doc)
-	if err != nil {
-		return err
-	}
-	return writeConfig(path, out)
+	})
 }
 
 func readGoose(path string) (MCPServer, error) {
