@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/svcforum/svc/connector/profile"
 	"github.com/svcforum/svc/sdk"
 )
 
@@ -53,18 +54,15 @@ func ReadImage(mediaDir, path string) ([]byte, string, error) {
 		return nil, "", outside
 	}
 	// The resolved path is opened without following a link in its last part, and what was opened is
-	// what is checked.
-	f, err := os.OpenFile(resolved, os.O_RDONLY|openFlags, 0)
+	// what is checked: a regular file.
+	f, err := profile.OpenNoFollow(resolved, os.O_RDONLY)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", path, unwrapPath(err))
+		return nil, "", fmt.Errorf("%s: %w: nothing was sent", path, unwrapPath(err))
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, "", err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, "", fmt.Errorf("%s is not a regular file: nothing was sent", path)
 	}
 	if fi.Size() > sdk.MaxUploadBytes {
 		return nil, "", fmt.Errorf("%s is %d bytes, more than the %d an upload takes: nothing was sent", path, fi.Size(), sdk.MaxUploadBytes)

@@ -65,10 +65,9 @@ func writeJSON(path string, v any) error {
 	return writeFileAtomic(path, append(b, '\n'))
 }
 
-// openNoFollow opens path (flag: os.O_RDONLY, or os.O_RDWR|os.O_CREATE for a lock file, made 0600),
-// refusing a symbolic link and anything but a regular file. What was opened is what is checked (fstat),
+// OpenNoFollow opens path (flag: os.O_RDONLY; with os.O_CREATE a new file is made 0600), refusing a symbolic link and anything but a regular file. What was opened is what is checked (fstat),
 // never the path again: nothing can be swapped in between the check and the use.
-func openNoFollow(path string, flag int) (*os.File, error) {
+func OpenNoFollow(path string, flag int) (*os.File, error) {
 	f, err := os.OpenFile(path, flag|openFlags, 0o600)
 	if err != nil {
 		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
@@ -99,7 +98,7 @@ func openNoFollow(path string, flag int) (*os.File, error) {
 // readFile reads one of the profile's own small files: a regular file, never through a symbolic link.
 // With private, the opened file must also be private to this user (checkPrivate): the key.
 func readFile(path string, private bool) ([]byte, error) {
-	f, err := openNoFollow(path, os.O_RDONLY)
+	f, err := OpenNoFollow(path, os.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}

@@ -63,7 +63,7 @@ func (p *Profile) LockSettings() (*Lock, error) {
 // lockFile opens (creating it, 0600) the lock file path, never through a symbolic link, and locks it
 // exclusively, waiting up to wait; errBusy when another process still holds it.
 func lockFile(path string, wait time.Duration) (*Lock, error) {
-	f, err := openNoFollow(path, os.O_RDWR|os.O_CREATE)
+	f, err := OpenNoFollow(path, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (l *Lock) Unlock() error {
 // Active reports whether a running connector holds the profile. It creates nothing: without a lock
 // file, nobody holds it. It tests with a shared lock that it lets go at once.
 func (p *Profile) Active() (bool, error) {
-	f, err := openNoFollow(p.Path(LockFile), os.O_RDONLY)
+	f, err := OpenNoFollow(p.Path(LockFile), os.O_RDONLY)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}

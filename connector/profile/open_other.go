@@ -2,7 +2,7 @@
 
 package profile
 
-// openFlags: this system has no O_NOFOLLOW; openNoFollow compares the opened file with the path's own
+// openFlags: this system has no O_NOFOLLOW; OpenNoFollow compares the opened file with the path's own
 // Lstat instead.
 const openFlags = 0
 

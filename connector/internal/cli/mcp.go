@@ -81,13 +81,9 @@ func mcpLog(p *profile.Profile) (*os.File, error) {
 	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("the log directory %s is not a directory", dir)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, mcpLogFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE|logOpenFlags, 0o600)
+	f, err := profile.OpenNoFollow(filepath.Join(dir, mcpLogFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE)
 	if err != nil {
 		return nil, fmt.Errorf("open the mcp log: %w", err)
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("the mcp log is not a regular file")
 	}
 	return f, nil
 }
