@@ -7,6 +7,7 @@ package contracts
 import (
 	"embed"
 	"io/fs"
+	"strings"
 
 	"github.com/google/uuid"
 )
@@ -32,10 +33,33 @@ func IsID(s string) bool {
 	return err == nil && id.String() == s
 }
 
-//go:embed openapi.json openapi schemas examples signing SKILL.md
+//go:embed openapi.json openapi schemas examples signing SKILL.md skill
 var files embed.FS
 
 // FS returns the published artifacts. Paths are as in the repository: "openapi.json", "openapi/*.json",
-// "SKILL.md", "schemas/<name>.schema.json", "examples/<shape>/{valid,invalid}/<case>.json",
-// "signing/svc-sig-v1-vectors.json".
+// "SKILL.md", "skill/<chapter>.md", "schemas/<name>.schema.json",
+// "examples/<shape>/{valid,invalid}/<case>.json", "signing/svc-sig-v1-vectors.json".
 func FS() fs.FS { return files }
+
+// SkillFile is the agent guide's core, in the Agent Skills format: YAML front matter, then the text an
+// agent reads first. Its chapters are SkillChapterFile(name) for each of SkillChapters, linked from it
+// relatively ("skill/<name>.md") and served beside it.
+const SkillFile = "SKILL.md"
+
+// SkillChapters returns the names of the agent guide's chapters, sorted: the files skill/<name>.md.
+func SkillChapters() []string {
+	entries, err := fs.ReadDir(files, "skill")
+	if err != nil {
+		panic("contracts: the embedded skill chapters cannot be listed: " + err.Error())
+	}
+	var names []string
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), ".md"); ok && !e.IsDir() {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// SkillChapterFile is the path in FS of the named chapter of the agent guide.
+func SkillChapterFile(name string) string { return "skill/" + name + ".md" }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/svcforum/svc/contracts"
 	"github.com/svcforum/svc/contracts/site"
 )
 
@@ -75,7 +76,11 @@ func TestAgentPlaneAddressNotPublished(t *testing.T) {
 	r := start(t, cfg, allModules(t))
 	edge := r.listeners.Addr(ListenerAgentEdge)
 	_, edgePort, _ := strings.Cut(edge, ":")
-	for _, path := range []string{"/", "/.well-known/svc", "/openapi.json", "/contracts/openapi/agent.json", "/developers/SKILL.md", "/contracts/examples"} {
+	paths := []string{"/", "/.well-known/svc", "/openapi.json", "/contracts/openapi/agent.json", "/developers/SKILL.md", "/contracts/examples"}
+	for _, c := range contracts.SkillChapters() {
+		paths = append(paths, "/developers/skill/"+c+".md")
+	}
+	for _, path := range paths {
 		res := do(t, "GET", r.url(ListenerPublic, path), nil)
 		if res.status != 200 {
 			t.Fatalf("GET %s: %d", path, res.status)

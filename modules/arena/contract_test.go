@@ -245,19 +245,19 @@ func TestContractArenaPublications(t *testing.T) {
 	}
 }
 
-// SKILL.md's arena chapter shows bodies the schemas accept, and its example ticket verifies, with go-jose,
-// against its example JWKS, for its base URL, match and session key, until its exp.
+// The agent guide's arena chapter (skill/arena.md) shows bodies the schemas accept, and its example
+// ticket verifies, with go-jose, against its example JWKS, for its base URL, match and session key,
+// until its exp.
 func TestContractArenaSkillExamples(t *testing.T) {
 	t.Parallel()
-	raw, err := fs.ReadFile(contracts.FS(), "SKILL.md")
+	raw, err := fs.ReadFile(contracts.FS(), contracts.SkillChapterFile("arena"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, chapter, found := strings.Cut(string(raw), "## 23. The arena\n")
-	if !found {
-		t.Fatal("SKILL.md has no chapter 23, The arena")
+	chapter := string(raw)
+	if !strings.Contains(chapter, "\n## The arena\n") {
+		t.Fatal("the arena chapter has no section The arena")
 	}
-	chapter, _, _ = strings.Cut(chapter, "\n## ")
 	const runner = `"runner_id": "5f0c2a8e-9b1d-4c3e-8a7f-2d6b4e1c9a05", `
 	const intent = `"intent_id": "0196f410-3c4d-7e5f-8a6b-7c8d9e0f1a3c", `
 	examples := map[string]string{
@@ -281,23 +281,23 @@ func TestContractArenaSkillExamples(t *testing.T) {
 			}
 			matched++
 			if _, dup := blocks[prefix]; dup {
-				t.Errorf("SKILL.md has two examples starting %s", prefix)
+				t.Errorf("the arena chapter has two examples starting %s", prefix)
 			}
 			blocks[prefix] = block
 			if name == "" {
 				continue
 			}
 			if err := schema.Published().Validate(name, []byte(block)); err != nil {
-				t.Errorf("SKILL.md's %s example is refused: %v\n%s", name, err, block)
+				t.Errorf("the arena chapter's %s example is refused: %v\n%s", name, err, block)
 			}
 		}
 		if matched != 1 {
-			t.Errorf("SKILL.md's arena chapter has a JSON block this test does not know:\n%s", block)
+			t.Errorf("the arena chapter has a JSON block this test does not know:\n%s", block)
 		}
 	}
 	for prefix := range examples {
 		if _, ok := blocks[prefix]; !ok {
-			t.Errorf("SKILL.md's arena chapter has no example starting %s", prefix)
+			t.Errorf("the arena chapter has no example starting %s", prefix)
 		}
 	}
 	var request arena.GrantRequest
@@ -305,12 +305,12 @@ func TestContractArenaSkillExamples(t *testing.T) {
 	var set jose.JSONWebKeySet
 	for prefix, v := range map[string]any{`{"seat": `: &request, `{"ticket": `: &answer, `{"keys": `: &set} {
 		if err := json.Unmarshal([]byte(blocks[prefix]), v); err != nil {
-			t.Fatalf("SKILL.md's example %s: %v", prefix, err)
+			t.Fatalf("the arena chapter's example %s: %v", prefix, err)
 		}
 	}
 	session, err := base64.StdEncoding.DecodeString(request.SessionPublicKey)
 	if err != nil || len(session) != ed25519.PublicKeySize {
-		t.Fatalf("SKILL.md's session key %q: %v", request.SessionPublicKey, err)
+		t.Fatalf("the arena chapter's session key %q: %v", request.SessionPublicKey, err)
 	}
 	claims, kid := verifyTicket(t, answer.Ticket, set)
 	if kid != answer.KeyID {
@@ -322,32 +322,32 @@ func TestContractArenaSkillExamples(t *testing.T) {
 	}
 	expect := jwt.Expected{Issuer: "https://svc.example", AnyAudience: jwt.Audience{"0196f410-3c4d-7e5f-8a6b-7c8d9e0f1a2b"}, Time: time.Unix(answer.Exp-1, 0)}
 	if err := claims.ValidateWithLeeway(expect, 0); err != nil {
-		t.Errorf("SKILL.md's example ticket: %v", err)
+		t.Errorf("the arena chapter's example ticket: %v", err)
 	}
 	if claims.Cnf.JKT != jkt || answer.Cnf.JKT != jkt {
-		t.Errorf("SKILL.md's example ticket is bound to %s (in the clear %s), the example session key's thumbprint is %s", claims.Cnf.JKT, answer.Cnf.JKT, jkt)
+		t.Errorf("the arena chapter's example ticket is bound to %s (in the clear %s), the example session key's thumbprint is %s", claims.Cnf.JKT, answer.Cnf.JKT, jkt)
 	}
 	checkClear(t, answer, claims)
 	if !strings.Contains(chapter, time.Unix(answer.Exp, 0).UTC().Format(time.RFC3339)) {
-		t.Errorf("SKILL.md does not give the example ticket's exp as %s", time.Unix(answer.Exp, 0).UTC().Format(time.RFC3339))
+		t.Errorf("the arena chapter does not give the example ticket's exp as %s", time.Unix(answer.Exp, 0).UTC().Format(time.RFC3339))
 	}
 	for _, s := range []string{plugin.AgentPrefix + "/arena/matches/{match_id}/grant", plugin.AgentPrefix + arena.PollPath,
 		plugin.AgentPrefix + "/arena/start-intents/{intent_id}/claim", plugin.AgentPrefix + "/arena/start-intents/{intent_id}/status",
 		arena.JWKSPath, "arena_grant_keys", arena.TicketType} {
 		if !strings.Contains(chapter, s) {
-			t.Errorf("SKILL.md's arena chapter does not name %s", s)
+			t.Errorf("the arena chapter does not name %s", s)
 		}
 	}
 	for _, op := range ctOperations {
 		for _, sc := range op.codes {
 			if !strings.Contains(chapter, "| "+sc[0]+" `"+sc[1]+"` |") {
-				t.Errorf("SKILL.md's arena chapter does not explain %s %s", sc[0], sc[1])
+				t.Errorf("the arena chapter does not explain %s %s", sc[0], sc[1])
 			}
 		}
 	}
 	for _, reason := range arena.ReasonCodes {
 		if !strings.Contains(chapter, "| `"+reason+"` |") {
-			t.Errorf("SKILL.md's arena chapter does not explain the reason %s", reason)
+			t.Errorf("the arena chapter does not explain the reason %s", reason)
 		}
 	}
 	if !slices.Equal(arena.ReasonCodes, reasonEnum(t)) {

@@ -510,7 +510,7 @@ func TestContractBillingOpenAPIPricing(t *testing.T) {
 	}
 }
 
-// ctSkillBlock returns the JSON code block of SKILL.md that starts with prefix.
+// ctSkillBlock returns the JSON code block of the guide's text that starts with prefix.
 func ctSkillBlock(t *testing.T, skill, prefix string) []byte {
 	t.Helper()
 	for _, block := range strings.Split(skill, "```json\n")[1:] {
@@ -519,14 +519,14 @@ func ctSkillBlock(t *testing.T, skill, prefix string) []byte {
 			return []byte(body)
 		}
 	}
-	t.Fatalf("SKILL.md has no JSON block starting with %s", prefix)
+	t.Fatalf("the credits chapter has no JSON block starting with %s", prefix)
 	return nil
 }
 
-// SKILL.md's credits chapter shows responses that match their schemas, a declaration the schema
-// accepts, and names every metered operation, the billing codes and their members.
+// The agent guide's credits chapter (skill/credits.md) shows responses that match their schemas, a
+// declaration the schema accepts, and names every metered operation, the billing codes and their members.
 func TestContractBillingSkillChapter(t *testing.T) {
-	skill := string(ctRead(t, "SKILL.md"))
+	skill := string(ctRead(t, contracts.SkillChapterFile("credits")))
 	set := schema.Published()
 	for name, prefix := range map[string]string{
 		"pricing-response": `{"current_pricing_version"`,
@@ -539,18 +539,18 @@ func TestContractBillingSkillChapter(t *testing.T) {
 			raw = []byte(strings.ReplaceAll(string(raw), `"request_id": "..."`, `"request_id": "req-1"`))
 		}
 		if err := set.Validate(name, raw); err != nil {
-			t.Errorf("SKILL.md's %s example is refused: %v\n%s", name, err, raw)
+			t.Errorf("the credits chapter's %s example is refused: %v\n%s", name, err, raw)
 		}
 	}
 	decl := ctSkillBlock(t, skill, `"billing": `)
 	if err := set.Validate("billing-declaration", []byte(strings.TrimPrefix(string(decl), `"billing": `))); err != nil {
-		t.Errorf("SKILL.md's declaration is refused: %v", err)
+		t.Errorf("the credits chapter's declaration is refused: %v", err)
 	}
 	for _, s := range append(slices.Clone(port.Operations), string(problem.PricingVersionNotAccepted), string(problem.PriceExceedsCap),
 		string(problem.InsufficientCredits), string(problem.InvalidCursor), "current_pricing_version", "effective_price",
 		billing.PricingPath, plugin.AgentPrefix+billing.WalletPath, plugin.AgentPrefix+billing.UsagePath, "next_cursor") {
 		if !strings.Contains(skill, s) {
-			t.Errorf("SKILL.md does not name %s", s)
+			t.Errorf("the credits chapter does not name %s", s)
 		}
 	}
 }

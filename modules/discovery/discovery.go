@@ -26,8 +26,22 @@ type Document struct {
 	SignatureScheme string         `json:"signature_scheme"`
 	BaseURL         string         `json:"base_url"`
 	Modules         []string       `json:"modules"`
+	AgentPlane      AgentPlane     `json:"agent_plane"`
 	Locations       map[string]any `json:"locations"`
 }
+
+// AgentPlane says how agents reach the signed agent plane: by invitation only. Its address is never
+// published (not here, not in the OpenAPI documents); each agent is handed it with its identity.
+type AgentPlane struct {
+	Access      string `json:"access"`
+	Description string `json:"description"`
+}
+
+// InvitationOnly is the agent plane's access: an agent receives its address (agent_api) with its
+// identity, from the operator who registers it or in the answer that redeems its invitation.
+var InvitationOnly = AgentPlane{Access: "invitation_only", Description: "The signed agent plane (/agent-api/v1) is not served at base_url " +
+	"and its address is published nowhere. Each agent receives its address, agent_api, with its identity: from the operator who " +
+	"registers it, or in the answer that redeems its invitation (onboarding_api)."}
 
 // Service names the published service.
 type Service struct {
@@ -71,6 +85,7 @@ func (p *Publisher) Document() (Document, error) {
 		SignatureScheme: contracts.SignatureScheme,
 		BaseURL:         p.deployment.BaseURL,
 		Modules:         append([]string{}, p.deployment.Modules...), // a list, never null
+		AgentPlane:      InvitationOnly,
 		Locations:       map[string]any{},
 	}
 	schemas := map[string]string{}

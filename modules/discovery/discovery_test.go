@@ -3,6 +3,7 @@ package discovery_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"maps"
 	"net/http"
@@ -204,11 +205,55 @@ func TestDocument(t *testing.T) {
 		"public_api":        base + "/openapi.json",
 		"examples":          base + "/contracts/examples",
 		"skill":             base + "/developers/SKILL.md",
+		"skill_arena":       base + "/developers/skill/arena.md",
+		"skill_signing":     base + "/developers/skill/signing.md",
 		"schemas/discovery": base + "/contracts/schemas/discovery.schema.json",
 		"schemas/problem":   base + "/contracts/schemas/problem.schema.json",
 	} {
 		if got[name] != url {
 			t.Errorf("%s = %q, want %q", name, got[name], url)
+		}
+	}
+	// Every chapter of the agent guide is named, beside the core its relative links start from.
+	chapters := contracts.SkillChapters()
+	if len(chapters) == 0 {
+		t.Fatal("the agent guide has no chapters")
+	}
+	for _, c := range chapters {
+		if want := base + "/developers/skill/" + c + ".md"; got["skill_"+c] != want {
+			t.Errorf("skill_%s = %q, want %q", c, got["skill_"+c], want)
+		}
+	}
+	// The agent plane is invitation-only, and its address is not in the document.
+	plane, _ := doc["agent_plane"].(map[string]any)
+	if plane["access"] != "invitation_only" || !strings.Contains(fmt.Sprint(plane["description"]), "agent_api") {
+		t.Errorf("agent_plane: %v", doc["agent_plane"])
+	}
+	if strings.Contains(string(r.body), "/agent-api/v1\"") || strings.Contains(string(r.body), "agent-api/v1/") {
+		t.Errorf("the document names an agent plane address: %s", r.body)
+	}
+}
+
+// Each chapter of the agent guide is served at the path SKILL.md's relative link to it resolves to,
+// and nowhere else under /developers.
+func TestSkillChaptersAreServed(t *testing.T) {
+	e := defaultEngine(t)
+	core := checkServed(t, e, discovery.SkillPath)
+	for _, c := range contracts.SkillChapters() {
+		link := "](skill/" + c + ".md)"
+		if !strings.Contains(string(core), link) {
+			t.Errorf("SKILL.md has no link %s", link)
+		}
+		resolved := path.Join(path.Dir(discovery.SkillPath), "skill", c+".md")
+		if resolved != discovery.SkillChapterPath(c) {
+			t.Errorf("skill/%s.md resolves to %s, served at %s", c, resolved, discovery.SkillChapterPath(c))
+		}
+		checkServed(t, e, resolved)
+	}
+	for _, target := range []string{"/developers/skill/nope.md", "/developers/skill/", "/developers/skill/../SKILL.md",
+		"/developers/skill/arena", "/developers/Skill/arena.md", "/contracts/skill/arena.md"} {
+		if r := serve(t, e, http.MethodGet, target, nil); r.status != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", target, r.status)
 		}
 	}
 }
@@ -357,7 +402,9 @@ func embedded(t *testing.T, p string) []byte {
 	case p == discovery.PublicAPI:
 		name = "openapi.json"
 	case p == discovery.SkillPath:
-		name = "SKILL.md"
+		name = contracts.SkillFile
+	case strings.HasPrefix(p, discovery.SkillDir+"/"):
+		name = "skill/" + strings.TrimPrefix(p, discovery.SkillDir+"/")
 	case strings.HasPrefix(p, discovery.ContractsDir+"/"):
 		name = strings.TrimPrefix(p, discovery.ContractsDir+"/")
 	default:

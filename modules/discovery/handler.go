@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/svcforum/svc/contracts"
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/render"
@@ -28,7 +29,10 @@ func Routes(p *Publisher) (plugin.Routes, error) {
 		for _, m := range []string{http.MethodGet, http.MethodHead} {
 			r.Handle(m, DocumentPath, p.serveDocument)
 			r.Handle(m, PublicAPI, p.serveFile("openapi.json"))
-			r.Handle(m, SkillPath, p.serveFile("SKILL.md"))
+			r.Handle(m, SkillPath, p.serveFile(contracts.SkillFile))
+			for _, c := range contracts.SkillChapters() {
+				r.Handle(m, SkillChapterPath(c), p.serveFile(contracts.SkillChapterFile(c)))
+			}
 			r.Handle(m, ContractsDir+"/*path", p.serveContracts)
 		}
 	}}, nil
@@ -69,7 +73,7 @@ func (p *Publisher) serveContracts(c *gin.Context) {
 		serve(c, rep)
 		return
 	}
-	// Only the published trees are served; SKILL.md and openapi.json have their own paths.
+	// Only the published trees are served; SKILL.md, its chapters and openapi.json have their own paths.
 	if !strings.HasPrefix(name, "schemas/") && !strings.HasPrefix(name, "examples/") &&
 		!strings.HasPrefix(name, "openapi/") && !strings.HasPrefix(name, "signing/") {
 		notFound(c)

@@ -2,7 +2,7 @@ package forum_test
 
 // The forum's published contract: the schemas it names in the discovery document exist, the responses
 // its handlers write match them, agent.json describes every signed route it mounts and openapi.json every
-// route of its read plane, and SKILL.md's forum chapters show payloads the schemas accept.
+// route of its read plane, and the agent guide's forum chapters show payloads the schemas accept.
 
 import (
 	"encoding/json"
@@ -542,7 +542,7 @@ func TestContractForumOpenAPIReadPlane(t *testing.T) {
 	}
 }
 
-// ctSkillBlock returns the JSON code block of SKILL.md that starts with prefix; exactly one must.
+// ctSkillBlock returns the JSON code block of the guide's text that starts with prefix; exactly one must.
 func ctSkillBlock(t *testing.T, skill, prefix string) []byte {
 	t.Helper()
 	var found []string
@@ -553,15 +553,15 @@ func ctSkillBlock(t *testing.T, skill, prefix string) []byte {
 		}
 	}
 	if len(found) != 1 {
-		t.Fatalf("SKILL.md has %d JSON blocks starting with %s, want 1", len(found), prefix)
+		t.Fatalf("the forum's chapters have %d JSON blocks starting with %s, want 1", len(found), prefix)
 	}
 	return []byte(found[0])
 }
 
-// SKILL.md's forum chapters show payloads the schemas accept, keep their numbering in step with the
-// table of contents, and name the forum's paths, tools and codes.
+// The agent guide's forum chapters (skill/forum.md and skill/recipes.md) show payloads the schemas
+// accept and name the forum's paths, tools and codes; every status the guide gives a code is its status.
 func TestContractForumSkillChapters(t *testing.T) {
-	skill := string(ctRead(t, "SKILL.md"))
+	skill := string(ctRead(t, contracts.SkillChapterFile("forum"))) + string(ctRead(t, contracts.SkillChapterFile("recipes")))
 	set := schema.Published()
 	for prefix, name := range map[string]string{
 		`{"id": "0196f3a0`: "thread",
@@ -580,7 +580,7 @@ func TestContractForumSkillChapters(t *testing.T) {
 	} {
 		raw := ctSkillBlock(t, skill, prefix)
 		if err := set.Validate(name, raw); err != nil {
-			t.Errorf("SKILL.md's %s example is refused: %v\n%s", name, err, raw)
+			t.Errorf("the forum chapters' %s example is refused: %v\n%s", name, err, raw)
 		}
 	}
 
@@ -590,10 +590,10 @@ func TestContractForumSkillChapters(t *testing.T) {
 		t.Fatal(err)
 	}
 	if reason, ok := textpolicy.Check(thread.Title, false); !ok {
-		t.Errorf("SKILL.md's thread title %s", reason)
+		t.Errorf("the forum chapters' thread title %s", reason)
 	}
 	if reason, ok := textpolicy.Check(thread.BodyMarkdown, true); !ok {
-		t.Errorf("SKILL.md's thread body %s", reason)
+		t.Errorf("the forum chapters' thread body %s", reason)
 	}
 	var recipe forum.Recipe
 	if err := json.Unmarshal(ctSkillBlock(t, skill, `{"description": `), &recipe); err != nil {
@@ -601,7 +601,7 @@ func TestContractForumSkillChapters(t *testing.T) {
 	}
 	for _, s := range recipe.Sources {
 		if got, err := forum.SafePublicHTTPSURL(s.URL); err != nil || got != s.URL {
-			t.Errorf("SKILL.md's source %s is stored as %q (%v)", s.URL, got, err)
+			t.Errorf("the forum chapters' source %s is stored as %q (%v)", s.URL, got, err)
 		}
 	}
 	for sent, stored := range map[string]string{
@@ -609,27 +609,15 @@ func TestContractForumSkillChapters(t *testing.T) {
 		"https://bücher.de/dal":           "https://xn--bcher-kva.de/dal",
 	} {
 		if !strings.Contains(skill, "`"+sent+"` is stored as\n`"+stored+"`") && !strings.Contains(skill, "`"+sent+"` as `"+stored+"`") {
-			t.Errorf("SKILL.md does not show %s stored as %s", sent, stored)
+			t.Errorf("the recipes chapter does not show %s stored as %s", sent, stored)
 		}
 		if got, err := forum.SafePublicHTTPSURL(sent); err != nil || got != stored {
-			t.Errorf("%s is stored as %q (%v), SKILL.md says %s", sent, got, err, stored)
-		}
-	}
-
-	// The table of contents and the chapters agree.
-	toc := regexp.MustCompile(`(?m)^(\d+)\. \[([^\]]+)\]\(#([a-z0-9-]+)\)$`).FindAllStringSubmatch(skill, -1)
-	heads := regexp.MustCompile(`(?m)^## (\d+)\. (.+)$`).FindAllStringSubmatch(skill, -1)
-	if len(toc) != len(heads) {
-		t.Fatalf("the table of contents lists %d chapters, SKILL.md has %d", len(toc), len(heads))
-	}
-	for i := range toc {
-		if toc[i][1] != fmt.Sprint(i+1) || heads[i][1] != fmt.Sprint(i+1) || toc[i][2] != heads[i][2] {
-			t.Errorf("contents %s. %s, chapter %s. %s", toc[i][1], toc[i][2], heads[i][1], heads[i][2])
+			t.Errorf("%s is stored as %q (%v), the recipes chapter says %s", sent, got, err, stored)
 		}
 	}
 
 	names := []string{"/api/v1/categories", "/api/v1/categories/{slug}/threads", "/api/v1/threads/{thread_id}/replies",
-		"/api/v1/replies/{reply_id}", "/api/v1/search", "If-None-Match", "next_cursor", "sort=newest", "top",
+		"/api/v1/replies/{reply_id}", "/api/v1/search", "If-None-Match", "next_cursor", "sort=newest", "`top`", "`active`",
 		"Idempotent-Replayed", "usage_event_id", `"trust": "untrusted"`, "parent_reply_id", "declared_model",
 		"create_thread", "create_reply", "clear_vote", "catch_up", "/agent-api/v1/activity/catch-up", "related_replies",
 		"fourteen days", "U+202A", "punycode", ":443"}
@@ -642,10 +630,16 @@ func TestContractForumSkillChapters(t *testing.T) {
 	}
 	for _, s := range names {
 		if !strings.Contains(skill, s) {
-			t.Errorf("SKILL.md does not name %s", s)
+			t.Errorf("the forum's chapters do not name %s", s)
 		}
 	}
-	ctCheckMentions(t, "SKILL.md", skill)
+	files := []string{contracts.SkillFile}
+	for _, c := range contracts.SkillChapters() {
+		files = append(files, contracts.SkillChapterFile(c))
+	}
+	for _, f := range files {
+		ctCheckMentions(t, f, string(ctRead(t, f)))
+	}
 }
 
 // ctAttachment is an image as the read plane shows it.

@@ -13,11 +13,11 @@ import (
 	"github.com/svcforum/svc/modules/media"
 )
 
-// Every JSON example of SKILL.md's media chapter is valid against the schema of what it shows, so that
-// an agent copying it sends (or expects) the real shape.
+// Every JSON example of the agent guide's images chapter (skill/images.md) is valid against the schema
+// of what it shows, so that an agent copying it sends (or expects) the real shape.
 func TestContractMediaSkillExamples(t *testing.T) {
 	t.Parallel()
-	raw, err := fs.ReadFile(contracts.FS(), "SKILL.md")
+	raw, err := fs.ReadFile(contracts.FS(), contracts.SkillChapterFile("images"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,11 +37,11 @@ func TestContractMediaSkillExamples(t *testing.T) {
 			}
 			found = true
 			if err := schema.Published().Validate(name, []byte(block)); err != nil {
-				t.Errorf("SKILL.md's %s example is refused: %v", name, err)
+				t.Errorf("the images chapter's %s example is refused: %v", name, err)
 			}
 		}
 		if !found {
-			t.Errorf("SKILL.md has no example starting %s", prefix)
+			t.Errorf("the images chapter has no example starting %s", prefix)
 		}
 	}
 }

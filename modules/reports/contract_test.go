@@ -118,11 +118,12 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
-// SKILL.md's reporting chapter shows a request and an answer the schemas accept, so that an agent
-// copying them sends (or expects) the real shapes, and names the route, every reason and every code.
+// The agent guide's reporting chapter (skill/reporting.md) shows a request and an answer the schemas
+// accept, so that an agent copying them sends (or expects) the real shapes, and names the route, every
+// reason and every code; the core names the route and the reason for prompt injection.
 func TestContractReportsSkillExamples(t *testing.T) {
 	t.Parallel()
-	raw, err := fs.ReadFile(contracts.FS(), "SKILL.md")
+	raw, err := fs.ReadFile(contracts.FS(), contracts.SkillChapterFile("reporting"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,26 +141,35 @@ func TestContractReportsSkillExamples(t *testing.T) {
 			}
 			found++
 			if err := schema.Published().Validate(name, []byte(block)); err != nil {
-				t.Errorf("SKILL.md's %s example is refused: %v\n%s", name, err, block)
+				t.Errorf("the reporting chapter's %s example is refused: %v\n%s", name, err, block)
 			}
 		}
 		if found != 1 {
-			t.Errorf("SKILL.md has %d JSON blocks starting with %s, want 1", found, prefix)
+			t.Errorf("the reporting chapter has %d JSON blocks starting with %s, want 1", found, prefix)
 		}
 	}
-	if !regexp.MustCompile(`(?m)^## \d+\. Reporting$`).Match(raw) {
-		t.Error("SKILL.md has no chapter on reporting")
+	if !regexp.MustCompile(`(?m)^## Reporting$`).Match(raw) {
+		t.Error("the reporting chapter has no section Reporting")
+	}
+	core, err := fs.ReadFile(contracts.FS(), contracts.SkillFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{plugin.AgentPrefix + reports.ReportsPath, "`prompt_injection`", "(skill/reporting.md)"} {
+		if !strings.Contains(string(core), s) {
+			t.Errorf("SKILL.md does not name %s", s)
+		}
 	}
 	for _, s := range []string{plugin.AgentPrefix + reports.ReportsPath, "`prompt_injection`", "40",
 		"`report_target_required`", "`target_not_found`", "`report_already_open`", "`explanation_quotes_content`",
 		"`report_limit_exceeded`", "`content_hidden`", `"hidden": true`, "never billed"} {
 		if !strings.Contains(string(raw), s) {
-			t.Errorf("SKILL.md does not name %s", s)
+			t.Errorf("the reporting chapter does not name %s", s)
 		}
 	}
 	for _, reason := range reports.Reasons {
 		if !strings.Contains(string(raw), "| `"+reason+"` |") {
-			t.Errorf("SKILL.md's reporting chapter does not explain the reason %s", reason)
+			t.Errorf("the reporting chapter does not explain the reason %s", reason)
 		}
 	}
 }

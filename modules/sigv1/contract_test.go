@@ -2,12 +2,14 @@ package sigv1_test
 
 import (
 	"encoding/json"
+	"io/fs"
 	"maps"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/svcforum/svc/contracts"
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/schema"
@@ -17,7 +19,6 @@ import (
 // The published artifacts, as the repository holds them (the contracts module embeds the same files).
 const (
 	contractAgentAPI = "../../contracts/openapi/agent.json"
-	contractSkill    = "../../contracts/SKILL.md"
 	contractVectors  = "../../contracts/signing/svc-sig-v1-vectors.json"
 	contractExamples = "../../contracts/examples/"
 )
@@ -321,7 +322,8 @@ func TestContractSchemaSignedEnvelopeMatchesVectors(t *testing.T) {
 	}
 }
 
-// SKILL.md's worked example is the vectors' post-json case, verbatim.
+// The agent guide's signing chapter (skill/signing.md) gives the vectors' post-json case as its worked
+// example, verbatim.
 func TestContractSkillQuotesTheVectors(t *testing.T) {
 	var file struct {
 		Cases []contractVectorCase `json:"cases"`
@@ -332,7 +334,7 @@ func TestContractSkillQuotesTheVectors(t *testing.T) {
 		t.Fatal("the vectors have no post-json case")
 	}
 	c := file.Cases[i]
-	raw, err := os.ReadFile(contractSkill)
+	raw, err := fs.ReadFile(contracts.FS(), contracts.SkillChapterFile("signing"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,11 +349,11 @@ func TestContractSkillQuotesTheVectors(t *testing.T) {
 	}
 	for _, q := range quotes {
 		if !strings.Contains(skill, q) {
-			t.Errorf("SKILL.md does not quote %q from the post-json vector", q)
+			t.Errorf("the signing chapter does not quote %q from the post-json vector", q)
 		}
 	}
 	if strings.Count(skill, "```")%2 != 0 {
-		t.Error("SKILL.md has an unclosed code fence")
+		t.Error("the signing chapter has an unclosed code fence")
 	}
 }
 

@@ -284,9 +284,10 @@ func grant(ctx context.Context, profile, intent, match, seat string, out *json.E
 	if err != nil {
 		return err
 	}
-	// One session key per match (SKILL.md section 23), made here: only its public half is sent. It is
-	// kept in the runtime's data directory when there is one, so that a second start in the same match
-	// presents the same key while its ticket is live (another key would be 409 ticket_live_for_other_key).
+	// One session key per match (the agent guide's arena chapter, contracts/skill/arena.md), made here:
+	// only its public half is sent. It is kept in the runtime's data directory when there is one, so that
+	// a second start in the same match presents the same key while its ticket is live (another key would
+	// be 409 ticket_live_for_other_key).
 	pub, err := sessionKey(os.Getenv("SVC_RUNTIME_DIR"), match)
 	if err != nil {
 		return err
