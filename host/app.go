@@ -33,7 +33,7 @@ func Core(cfg Config, log *slog.Logger, mods []plugin.Descriptor) fx.Option {
 		}),
 		fx.StartTimeout(cfg.DatabaseWait + 2*time.Minute),
 		fx.StopTimeout(cfg.ShutdownTimeout + 5*time.Second),
-		fx.Supply(cfg, log, &plugin.Deployment{BaseURL: cfg.BaseURL, Modules: IDs(mods), AgentAPI: cfg.AgentAPI()}),
+		fx.Supply(cfg, log, &plugin.Deployment{BaseURL: cfg.BaseURL, Modules: IDs(mods), AgentAPI: cfg.AgentAPI(), OperatorEmail: cfg.OperatorEmail}),
 		fx.Supply(fx.Annotate(settingsOf(cfg), fx.As(new(plugin.Settings)))),
 		fx.Provide(
 			fx.Annotate(func() systemClock { return systemClock{} }, fx.As(new(port.Clock))),

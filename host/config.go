@@ -3,6 +3,7 @@ package host
 import (
 	"fmt"
 	"math"
+	"net/mail"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -30,6 +31,9 @@ type Config struct {
 	AgentEdgeURL    string
 	AgentPrivateURL string
 	TrustedProxies  []string
+	// OperatorEmail is where the service tells its operator what waits for them (an application
+	// waiting for approval); empty tells nobody.
+	OperatorEmail string
 	// CursorKeys seal the cursors of paged lists (contracts/cursor): base64 keys, comma-separated; the
 	// first seals, all open.
 	CursorKeys string
@@ -129,6 +133,7 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "base-url", Value: d.BaseURL, Sources: env("SVC_BASE_URL"), Category: "listeners", Usage: "absolute URL of the public listener, used in published links"},
 		&cli.StringFlag{Name: "agent-edge-url", Value: d.AgentEdgeURL, Sources: env("SVC_AGENT_EDGE_URL"), Category: "listeners", Usage: "absolute URL at which agents reach the agent edge; never published, handed to an agent with its identity (agent_api)"},
 		&cli.StringFlag{Name: "agent-private-url", Sources: env("SVC_AGENT_PRIVATE_URL"), Category: "listeners", Usage: "absolute URL at which agents on the private network reach it (with --agent-private-addr)"},
+		&cli.StringFlag{Name: "operator-email", Sources: env("SVC_OPERATOR_EMAIL"), Category: "operations", Usage: "the operator's mail address: told when an application waits for approval (empty tells nobody)"},
 		&cli.FloatFlag{Name: "public-rate", Value: d.PublicRate, Sources: env("SVC_PUBLIC_RATE"), Category: "listeners", Usage: "public listener: requests per second per client address (429 beyond the burst)"},
 		&cli.IntFlag{Name: "public-burst", Value: d.PublicBurst, Sources: env("SVC_PUBLIC_BURST"), Category: "listeners", Usage: "public listener: requests a client address may send at once above its rate"},
 		&cli.FloatFlag{Name: "public-documents-rate", Value: d.PublicDocumentsRate, Sources: env("SVC_PUBLIC_DOCUMENTS_RATE"), Category: "listeners", Usage: "public listener: requests per second per client address for the published documents (/.well-known/svc, /openapi.json, /contracts/, /developers/ and every location discovery names), apart from the other pages"},
@@ -161,6 +166,7 @@ func configFrom(cmd *cli.Command) (Config, error) {
 		AgentEdgeURL:     strings.TrimRight(cmd.String("agent-edge-url"), "/"),
 		AgentPrivateURL:  strings.TrimRight(cmd.String("agent-private-url"), "/"),
 		TrustedProxies:   splitList(cmd.String("trusted-proxies")),
+		OperatorEmail:    strings.TrimSpace(cmd.String("operator-email")),
 		CursorKeys:       cmd.String("cursor-key"),
 		PublicRate:       cmd.Float("public-rate"),
 		PublicBurst:      cmd.Int("public-burst"),
@@ -232,6 +238,11 @@ func (c Config) Validate() error {
 		}
 		if !absoluteURL(u.value) {
 			return fmt.Errorf("--%s / %s: %q is not an absolute http(s) URL without query", u.flag, u.env, u.value)
+		}
+	}
+	if c.OperatorEmail != "" {
+		if a, err := mail.ParseAddress(c.OperatorEmail); err != nil || a.Name != "" || a.Address != c.OperatorEmail {
+			return fmt.Errorf("--operator-email / SVC_OPERATOR_EMAIL: %q is not one bare mail address (name@example.org)", c.OperatorEmail)
 		}
 	}
 	if !(c.PublicRate > 0) || math.IsInf(c.PublicRate, 1) || c.PublicBurst < 1 { // NaN and +Inf would lift the limit

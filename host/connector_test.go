@@ -12,6 +12,7 @@ import (
 	"html"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -222,6 +223,13 @@ var confirmPath = regexp.MustCompile(`/onboarding/confirm/[A-Za-z0-9_-]{43}`)
 // as a person's browser does, has the operator approve, and returns the mailed invitation.
 func (s *connectorService) invitation(t *testing.T, handle, scope string) string {
 	t.Helper()
+	return mustFind(t, invitationInMail, s.invitationMailFrom(t, s.env, handle, scope))
+}
+
+// invitationMailFrom is invitation with the operator's approval run on the command line env, and
+// returns the text of the invitation's mail.
+func (s *connectorService) invitationMailFrom(t *testing.T, env map[string]string, handle, scope string) string {
+	t.Helper()
 	email := handle + "@example.org"
 	body := fmt.Sprintf(`{"handle":%q,"organisation_name":"Lentil Lab","email":%q,"setup_scope":%q,"intended_use":"Answer questions about dal."}`, handle, email, scope)
 	req, err := http.NewRequest(http.MethodPost, s.base+"/onboarding/api/v1/applications", strings.NewReader(body))
@@ -257,8 +265,8 @@ func (s *connectorService) invitation(t *testing.T, handle, scope string) string
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("confirming the address: %d", res.StatusCode)
 	}
-	admin(t, s.env, "application", "approve", "--application", created["application_id"].(string))
-	return mustFind(t, invitationInMail, s.sink.Wait(t, email, "invitation", time.Minute).Text)
+	admin(t, env, "application", "approve", "--application", created["application_id"].(string))
+	return s.sink.Wait(t, email, "invitation", time.Minute).Text
 }
 
 // connectorCLI runs the connector as the owner does, on its own home and configuration directory.
@@ -321,6 +329,13 @@ type terminalRun struct {
 func (c connectorCLI) onTerminal(t *testing.T, args ...string) *terminalRun {
 	t.Helper()
 	r := &terminalRun{cmd: c.command(args...), done: make(chan struct{})}
+	r.start(t)
+	return r
+}
+
+// start starts r's command on a terminal of its own.
+func (r *terminalRun) start(t *testing.T) {
+	t.Helper()
 	master, err := pty.Start(r.cmd) // a new session whose controlling terminal is the pty
 	if err != nil {
 		t.Fatal(err)
@@ -343,7 +358,6 @@ func (c connectorCLI) onTerminal(t *testing.T, args ...string) *terminalRun {
 		_ = r.cmd.Process.Kill()
 		master.Close()
 	})
-	return r
 }
 
 func (r *terminalRun) shown() string {
@@ -1042,4 +1056,92 @@ func TestConnectorSetsUpChecksAndRunsTheArena(t *testing.T) {
 			t.Fatalf("self-update: %v", got)
 		}
 	})
+
+	t.Run("the invitation's mail: its commands, run as written, install, plan and set up the agent", func(t *testing.T) {
+		// The operator approves from a shell without the server's base URL (svc admin's default is
+		// http://localhost:8080): the mail is worded by the server, so it names the server.
+		shell := maps.Clone(s.env)
+		delete(shell, "SVC_BASE_URL")
+		text := s.invitationMailFrom(t, shell, "conn-mail", "forum")
+		if strings.Contains(text, "localhost:8080") {
+			t.Fatalf("the mail names the operator's shell's base URL:\n%s", text)
+		}
+		invitation := mustFind(t, invitationInMail, text)
+		line := func(prefix string) string {
+			t.Helper()
+			for _, l := range strings.Split(text, "\n") {
+				if l = strings.TrimSpace(l); strings.HasPrefix(l, prefix) {
+					return l
+				}
+			}
+			t.Fatalf("the mail has no line starting %q:\n%s", prefix, text)
+			return ""
+		}
+		install, plan, setup := line("curl -fsSL "), line("svc-connector setup --plan "), line("svc-connector setup --base-url ")
+		if !strings.Contains(install, "--release-key "+strings.TrimSpace(string(mustRead(t, filepath.Join(b.releaseDir, "release-key"))))) {
+			t.Fatalf("the install line does not pin the release key: %s", install)
+		}
+		// A fresh machine: its own home, the connector installed by the mail's line, on PATH.
+		home := t.TempDir()
+		bin := filepath.Join(home, ".local", "bin")
+		owner := connectorCLI{bin: "/bin/sh", home: home, conf: filepath.Join(home, ".config", "svc-connector")}
+		sh := func(command string) *exec.Cmd {
+			cmd := owner.command("-c", command)
+			cmd.Env = []string{"HOME=" + home, "PATH=" + bin + ":" + os.Getenv("PATH"), "SVC_CONNECTOR_HOME=" + owner.conf}
+			return cmd
+		}
+		if out, err := sh(install).CombinedOutput(); err != nil {
+			t.Fatalf("the mail's install line: %v\n%s", err, out)
+		}
+		program := newAgentProgram(t, b.agent, home)
+		program.logIn(t)
+		// The owner chooses the runtime as the mail says: svc-connector runtimes, then --runtime NAME.
+		runtimes := sh("svc-connector runtimes")
+		if out, err := runtimes.Output(); err != nil || !strings.Contains(string(out), "command") {
+			t.Fatalf("svc-connector runtimes: %v\n%s", err, out)
+		}
+		chosen := " --runtime command --command " + program.path + " --login-step 'agent-program login'"
+		out, err := sh(plan + chosen).Output()
+		var p struct {
+			Runtimes []struct {
+				TargetProfile struct {
+					Name, Disposition string
+				} `json:"target_profile"`
+			} `json:"runtimes"`
+		}
+		if err != nil || json.Unmarshal(out, &p) != nil || len(p.Runtimes) != 1 || p.Runtimes[0].TargetProfile.Name != "conn-mail" ||
+			p.Runtimes[0].TargetProfile.Disposition != "create" {
+			t.Fatalf("the mail's plan: %v\n%s", err, out)
+		}
+		term := &terminalRun{cmd: sh("exec " + setup + chosen), done: make(chan struct{})}
+		term.start(t)
+		term.waitFor(t, "(typing is not shown): ")
+		term.typeLine(t, invitation)
+		if code, shown := term.end(t); code != 0 || strings.Contains(shown, invitation) {
+			t.Fatalf("the mail's setup: exit %d\n%s", code, shown)
+		}
+		// The agent's first signed request: doctor's round trip, signed with the key setup made.
+		runDoctor := sh("svc-connector doctor --profile conn-mail")
+		out, err = runDoctor.Output()
+		var v map[string]any
+		if err != nil || json.Unmarshal(out, &v) != nil || v["ready"] != true || checkOf(t, v, "conformance")["ok"] != true {
+			t.Fatalf("doctor after the mail's setup: %v\n%s", err, out)
+		}
+		// The mail's link is the page with the same steps, and without the invitation.
+		page := fetch(t, http.DefaultClient, http.MethodGet, line("anyone. The same steps are on ")[len("anyone. The same steps are on "):], map[string]string{"Accept": "text/html"})
+		body := html.UnescapeString(string(page.body))
+		if page.status != http.StatusOK || !strings.Contains(body, install) || !strings.Contains(body, setup) || strings.Contains(body, invitation) {
+			t.Fatalf("the setup page: %d\n%s", page.status, body)
+		}
+	})
+}
+
+// mustRead is the file at path.
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }

@@ -52,6 +52,9 @@ type Deployment struct {
 	// AgentAPI is the agent plane's base URL (ending in AgentPrefix) on each channel agents may use,
 	// by channel. It is never published: an agent receives it with its identity (spec section 1.4).
 	AgentAPI map[string]string
+	// OperatorEmail is where the service tells its operator what waits for them (--operator-email), such
+	// as an application waiting for approval; empty tells nobody.
+	OperatorEmail string
 }
 
 // ReadDB is the pool the public read plane queries: apart from the pool of writes, smaller, and with a

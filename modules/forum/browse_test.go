@@ -148,6 +148,46 @@ func TestBrowseSearchStemsAndHighlights(t *testing.T) {
 	})
 }
 
+// Search snippets are the text a reader sees, never Markdown's syntax: no emphasis marks, table
+// pipes, link or image syntax, code fences or raw HTML; the matched words are still marked on the page.
+func TestBrowseSearchSnippetsArePlainText(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dialect string) {
+		w := brWorld(t, dialect, nil)
+		cat := w.ftCategory(t, "pantry")
+		chef := ftNewAgent("chef")
+		posts := map[string]struct{ body, want string }{
+			"bold":  {"Toast the **golden** seeds, then _grind_ them.", "Toast the golden seeds, then grind them."},
+			"table": {"| oil | smoke point |\n|---|---|\n| golden ghee | 250 |", "oil smoke point golden ghee 250"},
+			"image": {"Look: ![golden crust](https://img.example/crust.png) and <b>raw</b> html.", "Look: golden crust and raw html."},
+			"link":  {"See [the golden rule](https://example.org/rule) or <https://example.org/x>.", "See the golden rule or https://example.org/x."},
+			"code":  {"Use `golden()` here:\n\n```go\nx := golden(1)\n```\n\n> quoted golden line", "Use golden() here: x := golden(1) quoted golden line"},
+		}
+		for title, p := range posts {
+			w.ftThread(t, chef, cat, ftSet("title", "Post "+title), ftSet("body_markdown", p.body))
+		}
+		var res forum.SearchResult
+		w.ftRead(t, forum.SearchPath+"?q=golden&limit=10", "search-result", &res)
+		if len(res.Results) != len(posts) {
+			t.Fatalf("golden: %d results, want %d: %+v", len(res.Results), len(posts), res.Results)
+		}
+		for _, h := range res.Results {
+			p := posts[strings.TrimPrefix(deref(h.Title), "Post ")]
+			if h.Snippet != p.want {
+				t.Errorf("%s: snippet %q, want %q", deref(h.Title), h.Snippet, p.want)
+			}
+		}
+		body := brPage(t, w, forum.SearchPage+"?q=golden&limit=10")
+		if n := strings.Count(body, "<mark>golden</mark>"); n != 7 {
+			t.Errorf("the page marks golden %d times, want 7:\n%s", n, body)
+		}
+		for _, syntax := range []string{"**", "| oil", "![", "](", "```", "&lt;b&gt;"} {
+			if strings.Contains(body, syntax) {
+				t.Errorf("the page shows Markdown's %q:\n%s", syntax, body)
+			}
+		}
+	})
+}
+
 // Search pages number results by rank, and pages back as well as forth.
 func TestBrowseSearchPaging(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {

@@ -11,8 +11,10 @@ import (
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
+	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/renderer"
 	"github.com/yuin/goldmark/renderer/html"
+	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 )
 
@@ -158,4 +160,47 @@ func altText(source []byte, n ast.Node) []byte {
 		return ast.WalkContinue, nil
 	})
 	return out
+}
+
+// plainText is the text of src as a reader sees it on the page, on one line: the words of paragraphs,
+// headings, emphasis, links (their text, not their address), images (their description), code and
+// table cells, without Markdown's syntax, and without raw HTML (which pages never show). It walks the
+// same parse as render, so what counts as syntax is goldmark's decision, not a pattern's.
+func (m *markdown) plainText(src string) string {
+	md := m.md
+	if tableCells(src) > maxTableCells {
+		md = m.plain
+	}
+	source := []byte(src)
+	doc := md.Parser().Parse(text.NewReader(source))
+	var b strings.Builder
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			if n.Type() == ast.TypeBlock || n.Kind() == east.KindTableCell {
+				b.WriteByte(' ')
+			}
+			return ast.WalkContinue, nil
+		}
+		switch t := n.(type) {
+		case *ast.HTMLBlock, *ast.RawHTML:
+			return ast.WalkSkipChildren, nil
+		case *ast.Text:
+			b.Write(t.Segment.Value(source))
+			if t.SoftLineBreak() || t.HardLineBreak() {
+				b.WriteByte(' ')
+			}
+		case *ast.String:
+			b.Write(t.Value)
+		case *ast.AutoLink:
+			b.Write(t.Label(source))
+		case *ast.CodeBlock, *ast.FencedCodeBlock:
+			lines := n.Lines()
+			for i := range lines.Len() {
+				seg := lines.At(i)
+				b.Write(seg.Value(source))
+			}
+		}
+		return ast.WalkContinue, nil
+	})
+	return strings.Join(strings.Fields(b.String()), " ")
 }

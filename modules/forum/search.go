@@ -50,6 +50,7 @@ type hitRow struct {
 	ThreadID     string
 	Title        string // the thread's, for a reply too
 	Snippet      string // the matched words between markStart and markEnd
+	BodyMarkdown string // the post's Markdown, whose plain text the snippet is cut from (plainSnippetOf)
 	AuthorHandle string
 	CategorySlug string
 	CategoryName string
@@ -181,6 +182,59 @@ func (h hitRow) hit() SearchHit {
 	return hit
 }
 
+// plainSnippetOf is the snippet of a post whose Markdown is src, in plain text: the text a reader sees
+// on the page (markdown.plainText: no emphasis marks, table pipes, link or image syntax), with the
+// words the database marked in marked, its snippet of the Markdown, marked again wherever they occur as
+// words. The database stems (it marked "lentils" for "lentil"), so its marks say which words matched;
+// a match only inside Markdown syntax (a link's address) leaves the text unmarked, and the snippet then
+// starts at the beginning. snippet cuts it to MaxSnippet around the first mark.
+func (m *markdown) plainSnippetOf(src, marked string) string {
+	matched := map[string]bool{}
+	for rest := marked; ; {
+		i := strings.Index(rest, markStart)
+		if i < 0 {
+			break
+		}
+		rest = rest[i+len(markStart):]
+		j := strings.Index(rest, markEnd)
+		if j < 0 {
+			j = len(rest)
+		}
+		for _, w := range strings.FieldsFunc(rest[:j], notWord) {
+			matched[strings.ToLower(w)] = true
+		}
+		rest = rest[j:]
+	}
+	text := m.plainText(src)
+	if len(matched) == 0 {
+		return text
+	}
+	var b strings.Builder
+	for text != "" {
+		i := strings.IndexFunc(text, func(r rune) bool { return !notWord(r) })
+		if i < 0 {
+			b.WriteString(text)
+			break
+		}
+		b.WriteString(text[:i])
+		text = text[i:]
+		j := strings.IndexFunc(text, notWord)
+		if j < 0 {
+			j = len(text)
+		}
+		if w := text[:j]; matched[strings.ToLower(w)] {
+			b.WriteString(markStart + w + markEnd)
+		} else {
+			b.WriteString(w)
+		}
+		text = text[j:]
+	}
+	return b.String()
+}
+
+// notWord reports whether r separates words, as the full-text tokenizers split them.
+func notWord(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) }
+
 // The snippet's matched words are marked by the database with two control characters, which no stored
 // text holds (textpolicy refuses them): the JSON plane drops them, the pages turn them into <mark>.
 const (
@@ -268,6 +322,7 @@ func (r *Reads) match(c *gin.Context, terms []string, limit, offset int) ([]hitR
 SELECT page.kind, page.post_id, page.thread_id,
   CASE WHEN t.tombstoned_at IS NULL AND t.hidden_at IS NULL THEN t.title ELSE '' END AS title,
   ts_headline('english', CASE WHEN page.kind = 'reply' THEN r.body_markdown ELSE t.body_markdown END, plainto_tsquery('english', ?), ?) AS snippet,
+  COALESCE(CASE WHEN page.kind = 'reply' THEN r.body_markdown ELSE t.body_markdown END, '') AS body_markdown,
   CASE WHEN page.kind = 'reply' THEN r.author_handle ELSE t.author_handle END AS author_handle,
   c.slug AS category_slug, c.name AS category_name,
   CASE WHEN page.kind = 'reply' THEN r.created_at ELSE t.created_at END AS created_at
@@ -283,7 +338,7 @@ ORDER BY page.rank DESC, page.post_id DESC`, query, maxResults, query, maxResult
 			quoted[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
 		}
 		err = db.Raw(`SELECT s.kind, s.post_id, s.thread_id, CASE WHEN th.tombstoned_at IS NULL AND th.hidden_at IS NULL THEN th.title ELSE '' END AS title,
-  snippet(forum_search, 4, ?, ?, '…', 24) AS snippet,
+  snippet(forum_search, 4, ?, ?, '…', 24) AS snippet, COALESCE(t.body_markdown, rp.body_markdown, '') AS body_markdown,
   COALESCE(t.author_handle, rp.author_handle) AS author_handle, c.slug AS category_slug, c.name AS category_name,
   t.created_at AS thread_created_at, rp.created_at AS reply_created_at
 FROM forum_search s
@@ -297,6 +352,8 @@ WHERE forum_search MATCH ? ORDER BY rank, s.post_id DESC LIMIT ? OFFSET ?`, mark
 		return nil, fmt.Errorf("search: %w", err)
 	}
 	for i := range rows {
+		rows[i].Snippet = r.md.plainSnippetOf(rows[i].BodyMarkdown, rows[i].Snippet)
+		rows[i].BodyMarkdown = ""
 		switch {
 		case rows[i].ThreadCreatedAt != nil:
 			rows[i].CreatedAt = *rows[i].ThreadCreatedAt

@@ -315,6 +315,10 @@ func (a *Applications) Confirm(ctx context.Context, token string) (applicationRo
 		if _, err := ensureOwner(tx, row.Email, now); err != nil {
 			return err
 		}
+		// The application now waits for the operator, who is told (operator.go).
+		if err := a.queueOperatorMail(ctx, tx, row); err != nil {
+			return err
+		}
 		// The confirmation link has done its work: no copy of it is kept.
 		return eraseMail(tx, row.ID, MailConfirm)
 	})

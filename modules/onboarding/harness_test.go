@@ -51,7 +51,20 @@ type world struct {
 	limits  *testkit.Limits
 	deploy  *plugin.Deployment
 	enrolls testkit.Enrolment
+	// releases is the release the deployment publishes, as the releases module would name it.
+	releases port.ConnectorReleases
 }
+
+// testRelease is a published release of svc-connector, as port.ConnectorReleases names it.
+type testRelease port.ConnectorRelease
+
+func (r testRelease) ConnectorRelease() (port.ConnectorRelease, bool) {
+	return port.ConnectorRelease(r), true
+}
+
+// theRelease is the release the tests' deployment publishes.
+var theRelease = testRelease{Version: "v0.3.1", InstallScript: baseURL + "/releases/svc-connector/install.sh",
+	ReleaseKey: "svc-release+0a1b2c3d+AZxW1/+test=="}
 
 func newWorld(t testing.TB, dialect string, cfg onboarding.Config) *world {
 	t.Helper()
@@ -68,6 +81,7 @@ func newWorldOn(t testing.TB, db *gorm.DB, cfg onboarding.Config) *world {
 		deploy: &plugin.Deployment{BaseURL: baseURL, Modules: []string{"onboarding", "sigv1"},
 			AgentAPI: map[string]string{"edge": "https://agents.svc.test/agent-api/v1"}}}
 	w.limits = &testkit.Limits{Clock: w.clock}
+	w.releases = theRelease
 	log := slog.New(slog.DiscardHandler)
 	if cfg.MailFrom == "" {
 		cfg.MailFrom = "noreply@svc.test"
@@ -84,15 +98,15 @@ func newWorldOn(t testing.TB, db *gorm.DB, cfg onboarding.Config) *world {
 		t.Fatal(err)
 	}
 	w.drafts = onboarding.NewDrafts(db, keys, w.clock, log)
-	w.linker = onboarding.NewLinker(db, w.clock, w.deploy, onboarding.NewSender(db, cfg, w.clock, log))
+	w.linker = onboarding.NewLinker(db, w.clock, w.deploy, onboarding.NewSender(db, cfg, w.clock, log, w.deploy, w.releases))
 	w.sweeper = onboarding.NewSweeper(db, cfg, w.clock)
 	w.outbox = onboarding.NewOutbox(db)
-	w.sender = onboarding.NewSender(db, cfg, w.clock, log)
+	w.sender = onboarding.NewSender(db, cfg, w.clock, log, w.deploy, w.releases)
 	s := site.New(onboarding.Nav())
 	w.engine = testkit.Engine(t)
 	w.engine.Use(recordCode)
 	owner := onboarding.NewOwnerPages(w.owners, w.drafts, w.apps, onboarding.NewSessions(db, cfg, w.deploy), s)
-	routes := onboarding.Routes(onboarding.NewAPI(w.apps, w.enrolls, schema.Published()), onboarding.NewPages(w.apps, s), owner, w.deploy, s)
+	routes := onboarding.Routes(onboarding.NewAPI(w.apps, w.enrolls, schema.Published()), onboarding.NewPages(w.apps, s, w.releases), owner, w.deploy, s)
 	testkit.MountPublic(t, w.engine, routes)
 	agent := onboarding.AgentRoutes(onboarding.NewAgentAPI(db, w.owners, w.drafts, schema.Published()))
 	testkit.MountAgent(t, w.engine, plugin.ChannelEdge, []gin.HandlerFunc{testkit.StandInGuard}, agent.Agent)

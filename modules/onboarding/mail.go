@@ -14,6 +14,7 @@ import (
 	gomail "github.com/wneessen/go-mail"
 	"gorm.io/gorm"
 
+	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
 )
 
@@ -156,18 +157,26 @@ func (SendArgs) Kind() string { return "onboarding_send_mail" }
 
 // Sender works SendArgs: it hands the message to the SMTP server and erases its body. River retries
 // a failed attempt with backoff; the last failure gives the message up.
+//
+// The messages the serving deployment must word itself are rendered here, from this replica's
+// settings, never from those of the process that queued them: the invitation (approved by an
+// operator's `svc admin` shell, whose base URL may be another) names this deployment's base URL and the
+// release it publishes (releases, which may be nil), and the operator's notice of an application
+// waiting for approval goes to this deployment's --operator-email.
 type Sender struct {
 	river.WorkerDefaults[SendArgs]
-	db      *gorm.DB
-	cfg     Config
-	clock   port.Clock
-	log     *slog.Logger
-	metrics *mailMetrics
+	db         *gorm.DB
+	cfg        Config
+	clock      port.Clock
+	log        *slog.Logger
+	deployment *plugin.Deployment
+	releases   port.ConnectorReleases
+	metrics    *mailMetrics
 }
 
-// NewSender returns the worker.
-func NewSender(db *gorm.DB, cfg Config, clock port.Clock, log *slog.Logger) *Sender {
-	return &Sender{db: db, cfg: cfg, clock: clock, log: log, metrics: newMailMetrics()}
+// NewSender returns the worker; releases may be nil (no release is named in the invitation).
+func NewSender(db *gorm.DB, cfg Config, clock port.Clock, log *slog.Logger, d *plugin.Deployment, releases port.ConnectorReleases) *Sender {
+	return &Sender{db: db, cfg: cfg, clock: clock, log: log, deployment: d, releases: releases, metrics: newMailMetrics()}
 }
 
 // Timeout bounds one attempt: a mail server that stops answering fails the attempt, not the worker.
@@ -201,10 +210,19 @@ func (s *Sender) deliver(ctx context.Context, mailID string, attempt, attempts i
 		if app.State != StateApproved {
 			return cancelMail(db, app.ID, MailInvitation)
 		}
+		if plausibleInvitation(m.Body) && app.InvitationExpiry != nil {
+			// Queued as the invitation alone (Approve): worded here, from this deployment's settings.
+			m.Body = invitationMail(newSetupSteps(s.deployment, s.releases, app.Handle, app.SetupScope), m.Body, *app.InvitationExpiry)
+		}
+	}
+	if m.Kind == MailOperatorApplication && m.ApplicationID != nil && m.Body == "" {
+		if err := s.wordOperatorMail(db, &m); err != nil {
+			return err
+		}
 	}
 	if s.cfg.SMTPURL == "" {
 		// No mail server here: the operator delivers it (svc admin mail list --state outbox).
-		if err := db.Model(&mailRow{}).Where("id = ? AND state = ?", m.ID, MailQueued).Update("state", MailOutbox).Error; err != nil {
+		if err := db.Model(&mailRow{}).Where("id = ? AND state = ?", m.ID, MailQueued).Updates(map[string]any{"state": MailOutbox, "body": m.Body}).Error; err != nil {
 			return fmt.Errorf("keep mail in the outbox: %w", err)
 		}
 		return nil

@@ -50,6 +50,9 @@ const (
 	MailInvitation = "invitation"
 	MailSignIn     = "sign_in"
 	MailOwnerLink  = "owner_link"
+	// MailOperatorApplication tells the operator (--operator-email) that an application waits for
+	// approval; one per application.
+	MailOperatorApplication = "waiting_approval"
 )
 
 // mailRow is one message to a person. Its body can hold a secret link or an invitation, so it is

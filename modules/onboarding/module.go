@@ -20,8 +20,11 @@ func Descriptor() plugin.Descriptor {
 // Module wires onboarding into a host.
 func Module() fx.Option {
 	return fx.Module(ID,
-		fx.Provide(fx.Private, func() *schema.Set { return schema.Published() }, NewConfig, NewMailer, NewSender, NewAPI, NewPages,
+		fx.Provide(fx.Private, func() *schema.Set { return schema.Published() }, NewConfig, NewMailer, NewAPI,
 			NewKeyring, NewDrafts, NewSessions, NewOwnerPages, NewAgentAPI, NewLinker, NewSweeper),
+		// The release is releases' (port.ConnectorReleases); without it the invitation names none.
+		fx.Provide(fx.Private, fx.Annotate(NewSender, fx.ParamTags("", "", "", "", "", `optional:"true"`)),
+			fx.Annotate(NewPages, fx.ParamTags("", "", `optional:"true"`))),
 		// Public: the admin commands run with them.
 		fx.Provide(NewApplications, NewOutbox, NewOwners),
 		fx.Provide(
@@ -32,6 +35,7 @@ func Module() fx.Option {
 			plugin.AsWorkers(Workers),
 			plugin.AsNav(Nav),
 			plugin.AsMetrics((*Sender).Metrics),
+			plugin.AsMetrics((*Applications).Metrics),
 		),
 	)
 }
@@ -47,6 +51,7 @@ func Routes(api *API, pages *Pages, owner *OwnerPages, d *plugin.Deployment, s *
 		get(ConfirmPath+":token", pages.confirmForm)
 		forms.POST(ConfirmPath+":token", pages.confirm)
 		get(StatusPath+":token", pages.status)
+		get(SetupPath, pages.setup)
 
 		owners := r.Group("", csrf, owner.loadSession)
 		ownerGet := func(path string, h gin.HandlerFunc) { owners.GET(path, h); owners.HEAD(path, h) }

@@ -577,7 +577,7 @@ func TestLifecycle(t *testing.T) {
 		// by a server without them, with its body for the operator.
 		plain := onboarding.DefaultConfig()
 		plain.MailFrom = "noreply@svc.test"
-		server := onboarding.NewSender(w.db, plain, w.clock, slog.New(slog.DiscardHandler))
+		server := onboarding.NewSender(w.db, plain, w.clock, slog.New(slog.DiscardHandler), w.deploy, w.releases)
 		testkit.Expect(t, w.apply(t, application("outbox-bot", "out@example.org")), http.StatusCreated, "")
 		w.db.Order("id desc").Limit(1).Find(&rows)
 		job, _ = testkit.Job[onboarding.SendArgs](rows[0], 1)

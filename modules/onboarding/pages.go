@@ -14,6 +14,7 @@ import (
 	"github.com/justinas/nosurf"
 
 	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/site"
 )
@@ -25,13 +26,14 @@ var templateFS embed.FS
 // confirmation of the address and the status page. They work without JavaScript and are never cached:
 // each carries a CSRF token or sits at a secret address.
 type Pages struct {
-	apps *Applications
-	site *site.Site
-	tmpl map[string]*site.Page
+	apps     *Applications
+	releases port.ConnectorReleases // nil: the setup page names no release
+	site     *site.Site
+	tmpl     map[string]*site.Page
 }
 
 // NewPages returns the pages.
-func NewPages(apps *Applications, s *site.Site) *Pages {
+func NewPages(apps *Applications, s *site.Site, releases port.ConnectorReleases) *Pages {
 	funcs := template.FuncMap{
 		"when": func(t *time.Time) string {
 			if t == nil {
@@ -40,8 +42,8 @@ func NewPages(apps *Applications, s *site.Site) *Pages {
 			return t.UTC().Format("2006-01-02 15:04 UTC")
 		},
 	}
-	p := &Pages{apps: apps, site: s, tmpl: map[string]*site.Page{}}
-	for _, name := range []string{"apply", "applied", "confirm", "status"} {
+	p := &Pages{apps: apps, site: s, releases: releases, tmpl: map[string]*site.Page{}}
+	for _, name := range []string{"apply", "applied", "confirm", "status", "setup"} {
 		p.tmpl[name] = s.MustParse(templateFS, "templates/"+name+".html", funcs)
 	}
 	return p
@@ -164,6 +166,18 @@ func (p *Pages) status(c *gin.Context) {
 	}
 	// The page's address is a secret: it is never sent on as a referrer.
 	p.site.WritePrivate(c, http.StatusOK, p.tmpl["status"], st, site.NoReferrer)
+}
+
+// setup is GET /onboarding/setup?handle=H&setup_scope=S: the steps of the invitation's mail, from this
+// deployment's settings. It names no secret, so it is public; a handle or scope no application could
+// have is a 404.
+func (p *Pages) setup(c *gin.Context) {
+	handle, scope := c.Query("handle"), c.Query("setup_scope")
+	if !validSetupPage(handle, scope) {
+		p.site.Problem(c, problem.Newf(problem.NotFound, "No setup steps for that handle and scope: open the link of your invitation's mail."))
+		return
+	}
+	p.site.Write(c, http.StatusOK, p.tmpl["setup"], newSetupSteps(p.apps.deployment, p.releases, handle, scope))
 }
 
 // Nav links the form from the site's header.

@@ -124,8 +124,9 @@ func (a *Applications) Approve(ctx context.Context, id, actor, reason string) (A
 			return err
 		}
 		out = row
-		return a.mailer.Queue(ctx, tx, row.ID, MailInvitation, row.Email, "Your svc invitation for "+row.Handle,
-			invitationMail(a.deployment.BaseURL, row, invitation, expiry))
+		// Queued as the invitation alone: the serving deployment's sender words the mail, with its own
+		// base URL and release (an operator's shell may have neither).
+		return a.mailer.Queue(ctx, tx, row.ID, MailInvitation, row.Email, "Your svc invitation for "+row.Handle, invitation)
 	})
 	if err != nil {
 		return Application{}, "", err

@@ -2,6 +2,7 @@ package onboarding
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -24,19 +25,50 @@ svc
 `, baseURL, row.Handle, ConfirmPath, token)
 }
 
-// invitationMail carries the invitation. It says how to redeem it without ever handing the private key
-// or the invitation to anyone.
-func invitationMail(baseURL string, row applicationRow, invitation string, expiry time.Time) string {
-	return fmt.Sprintf(`Hello,
+// invitationMail carries the invitation and says exactly what to run with it: the steps of the setup
+// page (setupSteps), rendered by the serving deployment when the mail is sent. It never hands the
+// private key or the invitation to anything but the connector's prompt.
+func invitationMail(s setupSteps, invitation string, expiry time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `Hello,
 
 your application for the agent %[1]q at %[2]s is approved. This is its invitation:
 
-%[3]s
+    %[3]s
 
-It can be redeemed once, until %[4]s, by the agent's own key: run the connector on the machine where the agent runs (svc-connector setup --handle %[1]s) and type the invitation into its prompt. The key is made there and never leaves that machine; do not paste the invitation into a chat, a command line or a file, and never send a private key to anyone.
+It can be redeemed once, until %[4]s, by the agent's own key. On the machine where the agent will run:
+
+`, s.Handle, s.BaseURL, invitation, expiry.UTC().Format("2006-01-02 15:04 UTC"))
+	if s.Install != "" {
+		fmt.Fprintf(&b, `1. Install svc-connector %[1]s. The installer checks the release's signature against the key
+   on this line, and installs to %[2]s (SVC_CONNECTOR_BIN_DIR chooses another directory):
+
+    %[3]s
+
+`, s.Version, s.BinDir, s.Install)
+	} else {
+		fmt.Fprintf(&b, `1. Install svc-connector as the operator of %[1]s tells you: this service publishes no release of it.
+
+`, s.BaseURL)
+	}
+	fmt.Fprintf(&b, `2. Choose the runtime that will run the agent: run `+"`svc-connector runtimes`"+` and add --runtime NAME to
+   both commands below (the runtime "command" also takes --command PATH, the agent's program).
+
+3. See what setup will do; this changes nothing:
+
+    %[1]s
+
+4. Set up. This makes the agent's key on this machine (it never leaves it) and asks for the invitation
+   in a prompt that does not echo: type it there.
+
+    %[2]s
+
+Never paste the invitation into a chat, a command line or a file, and never send a private key to
+anyone. The same steps are on %[3]s
 
 svc
-`, row.Handle, baseURL, invitation, expiry.UTC().Format("2006-01-02 15:04 UTC"))
+`, s.Plan, s.Setup, s.PageURL)
+	return b.String()
 }
 
 // signInMail carries a one-time sign-in link to /owner. It goes to whoever typed the address, so it

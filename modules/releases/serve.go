@@ -22,6 +22,7 @@ import (
 
 	"github.com/svcforum/svc/connector/release"
 	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/render"
 )
@@ -207,6 +208,15 @@ func (s *Releases) Routes(lc fx.Lifecycle) plugin.Routes {
 	return routes
 }
 
+// ConnectorRelease is the release being published, for other modules (port.ConnectorReleases).
+func (s *Releases) ConnectorRelease() (port.ConnectorRelease, bool) {
+	r := s.current.Load()
+	if r == nil {
+		return port.ConnectorRelease{}, false
+	}
+	return port.ConnectorRelease{Version: r.manifest.Version, InstallScript: s.dirURL + release.InstallerName, ReleaseKey: r.manifest.Key}, true
+}
+
 func (s *Releases) serve(c *gin.Context) {
 	r := s.current.Load()
 	if r != nil && c.Param("name") == release.InfoName {
@@ -251,3 +261,5 @@ func (s *Releases) serveInfo(c *gin.Context, r *published) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	http.ServeContent(c.Writer, c.Request, "", time.Time{}, bytes.NewReader(r.info))
 }
+
+var _ port.ConnectorReleases = (*Releases)(nil)
