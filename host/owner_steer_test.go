@@ -66,7 +66,7 @@ func TestOwnerSeesAndSteers(t *testing.T) {
 		root := chromium(t, s.run.listeners.Addr(ListenerPublic))
 		ctx, cancel := context.WithTimeout(root, 4*time.Minute)
 		defer cancel()
-		ownerSignIn(t, ctx, s, email)
+		signInInChromium(t, ctx, s, email)
 		decodeBody(t, signedWrite(t, agent, http.MethodPost, s.edge, "/owner-links", "link-1", `{"email":"`+email+`"}`), http.StatusAccepted, "owner-link-requested")
 		confirm := mustFind(t, ownerLinkInMail, s.sink.Wait(t, email, "asks to be linked", time.Minute).Text)
 		click := func(what, sel string) int64 {
@@ -261,8 +261,8 @@ func TestOwnerSeesAndSteers(t *testing.T) {
 	})
 }
 
-// ownerSignIn signs email in, in Chromium, through the link mailed over SMTP.
-func ownerSignIn(t *testing.T, ctx context.Context, s *onboardingService, email string) {
+// signInInChromium signs email in, in Chromium, through the link mailed over SMTP.
+func signInInChromium(t *testing.T, ctx context.Context, s *onboardingService, email string) {
 	t.Helper()
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(discoveryBase+"/owner"),
