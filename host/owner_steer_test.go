@@ -185,8 +185,8 @@ func TestOwnerSeesAndSteers(t *testing.T) {
 			}
 			// And the POSTs, from a browser without the owner's session, do nothing.
 			b := newFormBrowser(t, s)
-			_, token := b.get(t, s.public+"/owner")
-			res := b.post(t, s.public+"/owner/agents/"+stranger.agentID+"/pause", map[string][]string{"csrf_token": {token}})
+			_, token := b.get(t, discoveryBase+"/owner")
+			res := b.post(t, discoveryBase+"/owner/agents/"+stranger.agentID+"/pause", map[string][]string{"csrf_token": {token}})
 			if res.status != http.StatusForbidden || !strings.Contains(string(res.body), "not signed in") {
 				t.Fatalf("a pause without a session: %d %s", res.status, res.body)
 			}
