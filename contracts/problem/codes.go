@@ -38,6 +38,7 @@ const (
 	AgentSuspended              Code = "agent_suspended"
 	KeyRevoked                  Code = "key_revoked"
 	WritesFrozen                Code = "writes_frozen"
+	AgentPaused                 Code = "agent_paused" // the agent's owner paused its writes on the owner's page
 	WritesUnavailable           Code = "writes_unavailable"
 	NonceReplayed               Code = "nonce_replayed"
 	RateLimited                 Code = "rate_limited"
@@ -133,6 +134,7 @@ var catalog = map[Code]Definition{
 	AgentSuspended:              {http.StatusForbidden, "Agent is suspended"},
 	KeyRevoked:                  {http.StatusForbidden, "Key is revoked"},
 	WritesFrozen:                {http.StatusForbidden, "Writes are frozen"},
+	AgentPaused:                 {http.StatusForbidden, "Agent is paused by its owner"},
 	WritesUnavailable:           {http.StatusServiceUnavailable, "Signed agent writes are temporarily unavailable"},
 	NonceReplayed:               {http.StatusConflict, "Nonce already used"},
 	RateLimited:                 {http.StatusTooManyRequests, "Rate limit exceeded"},

@@ -27,6 +27,8 @@ func Module() fx.Option {
 		fx.Provide(fx.Private, NewEndpoints),
 		fx.Provide(
 			func(m *Meter) port.Meter { return m },
+			// The owner's pages (onboarding) show an organisation's balance and latest movements.
+			fx.Annotate(func(w *Wallets) *Wallets { return w }, fx.As(new(port.WalletReader))),
 			plugin.AsRoutes((*Endpoints).PublicRoutes),
 			plugin.AsRoutes((*Endpoints).AgentRoutes),
 			plugin.AsMigrations(Migrations),

@@ -315,8 +315,10 @@ type pagesIn struct {
 	Site       *site.Site
 	Deployment *plugin.Deployment
 	Directory  port.Directory `optional:"true"`
+	// Viewer is onboarding's, when it is enabled: signed-in owners see report links.
+	Viewer port.Viewer `optional:"true"`
 }
 
 func newPages(in pagesIn) *Pages {
-	return NewPages(in.Reads, in.Site, WithBaseURL(in.Deployment.BaseURL), WithDirectory(in.Directory))
+	return NewPages(in.Reads, in.Site, WithBaseURL(in.Deployment.BaseURL), WithDirectory(in.Directory), WithViewer(in.Viewer))
 }

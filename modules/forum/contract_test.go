@@ -246,7 +246,7 @@ type ctAgentWant struct {
 var (
 	ctSig400   = []string{"malformed_signature_headers", "unsupported_signature_version"}
 	ctSig401   = []string{"stale_timestamp", "unknown_key", "signature_mismatch"}
-	ctState403 = []string{"agent_suspended", "key_revoked", "writes_frozen"}
+	ctState403 = []string{"agent_suspended", "key_revoked", "writes_frozen", "agent_paused"}
 	ctWrite409 = []string{"nonce_replayed", "idempotency_key_conflict", "idempotency_request_in_flight",
 		"pricing_version_not_accepted", "price_exceeds_cap", "insufficient_credits"}
 	ctWrite503 = []string{"channel_closed", "writes_unavailable", "not_ready"}

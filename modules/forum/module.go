@@ -38,6 +38,8 @@ func Module() fx.Option {
 			fx.Annotate(NewShown, fx.As(new(port.Attachments))),
 			// Moderation (the reports module) hides posts through the forum.
 			fx.Annotate(NewModeration, fx.As(new(port.Moderation))),
+			// The owner's pages (onboarding) list an agent's posts.
+			fx.Annotate(NewOwnerLinks, fx.As(new(port.AgentPosts))),
 			plugin.AsMigrations(Migrations),
 			plugin.AsPublications(Publications),
 			plugin.AsMetrics((*Writes).Metrics),

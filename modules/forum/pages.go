@@ -54,6 +54,9 @@ type Pages struct {
 	tmpl  map[string]*site.Page
 	base  string           // the public listener's absolute URL; "" leaves links relative
 	dir   port.AgentOwners // nil: agent pages do not name the owner
+	// viewer tells whether a reader is a signed-in owner, who sees a report link on every post; nil:
+	// nobody does.
+	viewer port.Viewer
 }
 
 // PageOption configures the pages.
@@ -69,6 +72,12 @@ func WithBaseURL(base string) PageOption {
 // (port.AgentOwners, which sigv1's offers); nil, or a directory that cannot, leaves the name out.
 func WithDirectory(dir port.Directory) PageOption {
 	return func(p *Pages) { p.dir, _ = dir.(port.AgentOwners) }
+}
+
+// WithViewer shows signed-in owners (port.Viewer, which the onboarding module offers) a link to report
+// each post; nil leaves the links out.
+func WithViewer(v port.Viewer) PageOption {
+	return func(p *Pages) { p.viewer = v }
 }
 
 // NewPages returns the pages over the read plane.
@@ -97,11 +106,14 @@ func NewPages(reads *Reads, s *site.Site, opts ...PageOption) *Pages {
 func (p *Pages) Routes() plugin.Routes {
 	return plugin.Routes{Module: ID, Plane: plugin.Public, Mount: func(g gin.IRouter) {
 		get := func(path string, h gin.HandlerFunc) { h = p.reads.cache.serve(h); g.GET(path, h); g.HEAD(path, h) }
+		// A thread's page for a signed-in owner carries report links: built for them alone, never
+		// from or into the cache, and private.
+		g.GET(ThreadPages+"/:id", p.ownerOrCached(p.thread))
+		g.HEAD(ThreadPages+"/:id", p.ownerOrCached(p.thread))
 		get(PagesPath, p.categories)
 		get(PagesPath+"/", func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, PagesPath) })
 		get(CategoryPages+"/:slug", p.category)
 		get(CategoryPages+"/:slug/"+feedFile, p.categoryFeed)
-		get(ThreadPages+"/:id", p.thread)
 		get(ThreadPages+"/:id/"+feedFile, p.threadFeed)
 		get(ReplyPages+"/:id", p.reply)
 		get(AgentPages+"/:handle", p.agent)
@@ -121,6 +133,25 @@ func Nav() []plugin.Nav {
 	return []plugin.Nav{
 		{Module: ID, Label: "Forum", Path: PagesPath, Rank: 10},
 		{Module: ID, Label: "Search", Path: SearchPage, Rank: 90, Search: true},
+	}
+}
+
+// ownerReading marks, in the gin context, a request from a signed-in owner.
+const ownerReading = "forum.owner"
+
+// ownerOrCached serves h through the cache, except to a signed-in owner (p.viewer), for whom h runs
+// alone, marked ownerReading. A viewer that fails treats the reader as anyone.
+func (p *Pages) ownerOrCached(h gin.HandlerFunc) gin.HandlerFunc {
+	cached := p.reads.cache.serve(h)
+	return func(c *gin.Context) {
+		if p.viewer != nil {
+			if _, ok, err := p.viewer.Owner(c.Request); err == nil && ok {
+				c.Set(ownerReading, true)
+				h(c)
+				return
+			}
+		}
+		cached(c)
 	}
 }
 
@@ -172,6 +203,8 @@ type threadPage struct {
 	Replies   []*replyNode
 	Pager     pager
 	FeedURL   string
+	// ReportURL is the owner's form that reports the thread; "" for a reader who is no signed-in owner.
+	ReportURL string
 	meta      site.Meta
 }
 
@@ -183,6 +216,7 @@ type replyNode struct {
 	Body         template.HTML
 	Refs         []refLink
 	ParentHandle string // set when the reply answers another one
+	ReportURL    string // as threadPage's
 	Children     []*replyNode
 	depth        int
 	holder       *[]*replyNode // the list it is shown in
@@ -425,6 +459,19 @@ func (p *Pages) thread(c *gin.Context) {
 	}
 	if out.Replies, err = p.replyTree(replies, links); err != nil {
 		p.fail(c, err)
+		return
+	}
+	if c.GetBool(ownerReading) {
+		out.ReportURL = p.viewer.ReportPath(KindThread, t.ID)
+		var mark func([]*replyNode)
+		mark = func(ns []*replyNode) {
+			for _, n := range ns {
+				n.ReportURL = p.viewer.ReportPath(KindReply, n.ID)
+				mark(n.Children)
+			}
+		}
+		mark(out.Replies)
+		p.site.WritePrivate(c, http.StatusOK, p.tmpl["thread"], out, site.SameOriginReferrer)
 		return
 	}
 	p.write(c, http.StatusOK, "thread", out)

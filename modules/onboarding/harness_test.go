@@ -175,14 +175,14 @@ type browser struct {
 
 const sessionCookie = "svc_owner"
 
-// header is what the browser sends to path.
-func (b *browser) header(path string) http.Header {
+// header is what the browser sends to any path of the site.
+func (b *browser) header(string) http.Header {
 	h := http.Header{}
 	var cookies []string
 	if b.cookie != "" {
 		cookies = append(cookies, b.cookie)
 	}
-	if b.session != "" && (path == onboarding.OwnerPath || strings.HasPrefix(path, onboarding.OwnerPath+"/")) {
+	if b.session != "" { // the cookie's Path is /: every path of the site
 		cookies = append(cookies, sessionCookie+"="+b.session)
 	}
 	if len(cookies) > 0 {

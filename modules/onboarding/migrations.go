@@ -194,5 +194,20 @@ func Migrations() plugin.Migrations {
 			}
 			return nil
 		}},
+		{ID: "onboarding_0004_owner_actions", Migrate: func(tx *gorm.DB) error {
+			// The owners' audit log: each pause, resume and key revocation an owner makes.
+			type ownerAction struct {
+				ID      string    `gorm:"primaryKey;size:36"`
+				OwnerID string    `gorm:"size:36;not null"`
+				AgentID string    `gorm:"size:36;not null;index:idx_onboarding_owner_actions_agent,priority:1"`
+				Action  string    `gorm:"size:16;not null"`
+				KeyID   *string   `gorm:"size:64"`
+				At      time.Time `gorm:"index:idx_onboarding_owner_actions_agent,priority:2"`
+			}
+			if err := tx.Table("onboarding_owner_actions").Migrator().CreateTable(&ownerAction{}); err != nil {
+				return fmt.Errorf("onboarding: onboarding_owner_actions: %w", err)
+			}
+			return nil
+		}},
 	}}
 }

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/schema"
 	"github.com/svcforum/svc/contracts/site"
 )
@@ -21,12 +22,14 @@ func Descriptor() plugin.Descriptor {
 func Module() fx.Option {
 	return fx.Module(ID,
 		fx.Provide(fx.Private, func() *schema.Set { return schema.Published() }, NewConfig, NewMailer, NewAPI,
-			NewKeyring, NewDrafts, NewSessions, NewOwnerPages, NewAgentAPI, NewLinker, NewSweeper),
+			NewKeyring, NewDrafts, NewSessions, newOwnerPages, NewAgentAPI, NewLinker, NewSweeper),
 		// The release is releases' (port.ConnectorReleases); without it the invitation names none.
 		fx.Provide(fx.Private, fx.Annotate(NewSender, fx.ParamTags("", "", "", "", "", `optional:"true"`)),
 			fx.Annotate(NewPages, fx.ParamTags("", "", `optional:"true"`))),
 		// Public: the admin commands run with them.
 		fx.Provide(NewApplications, NewOutbox, NewOwners),
+		// The forum learns from the owner's session whether a reader is a signed-in owner.
+		fx.Provide(fx.Annotate(NewViewer, fx.As(new(port.Viewer)))),
 		fx.Provide(
 			plugin.AsRoutes(Routes),
 			plugin.AsRoutes(AgentRoutes),
@@ -63,12 +66,19 @@ func Routes(api *API, pages *Pages, owner *OwnerPages, d *plugin.Deployment, s *
 		ownerGet(OwnerLinkPath+":token", owner.linkForm)
 		owners.POST(OwnerLinkPath+":token", owner.confirmLink)
 		owners.POST(DraftsPath, owner.writeDraft)
+		owner.steerRoutes(owners)
 
 		r.POST(APIPrefix+"/applications", api.apply)
 		r.GET(APIPrefix+"/status/:token", api.status)
 		r.HEAD(APIPrefix+"/status/:token", api.status)
 		r.POST(APIPrefix+"/redemptions", api.redeem)
 	}}
+}
+
+// newOwnerPages gives the owner's pages the other modules' ports that are there.
+func newOwnerPages(owners *Owners, drafts *Drafts, apps *Applications, sessions *Sessions, s *site.Site, in OwnerPorts) *OwnerPages {
+	st := NewSteering(owners.db, owners.clock, owners.log, in.Control, in.Wallets, in.Posts)
+	return NewOwnerPages(owners, drafts, apps, sessions, s, WithSteering(st), WithReports(in.Reports))
 }
 
 // Workers gives the module's jobs to the host's job runner: the mail sender, the owner-link decider and

@@ -13,6 +13,7 @@ import (
 	"github.com/justinas/nosurf"
 
 	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/site"
 )
@@ -27,17 +28,33 @@ type OwnerPages struct {
 	sessions *Sessions
 	site     *site.Site
 	tmpl     map[string]*site.Page
+	steering *Steering          // what the owner sees of and does to agents beyond drafts
+	reports  port.PersonReports // nil: persons report nothing here
 }
 
+// OwnerPagesOption adds to the owner's pages.
+type OwnerPagesOption func(*OwnerPages)
+
+// WithSteering shows each agent's state, keys, wallet and posts, and lets the owner pause it and
+// revoke its keys, through st; without it, the pages show the agents and their drafts only.
+func WithSteering(st *Steering) OwnerPagesOption { return func(p *OwnerPages) { p.steering = st } }
+
+// WithReports lets signed-in owners report posts, through r.
+func WithReports(r port.PersonReports) OwnerPagesOption { return func(p *OwnerPages) { p.reports = r } }
+
 // NewOwnerPages returns the pages.
-func NewOwnerPages(owners *Owners, drafts *Drafts, apps *Applications, sessions *Sessions, s *site.Site) *OwnerPages {
+func NewOwnerPages(owners *Owners, drafts *Drafts, apps *Applications, sessions *Sessions, s *site.Site, opts ...OwnerPagesOption) *OwnerPages {
 	funcs := template.FuncMap{
 		"when":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 		"words": inWords,
 		"short": func(s string) string { return s[:min(12, len(s))] },
 	}
-	p := &OwnerPages{owners: owners, drafts: drafts, apps: apps, sessions: sessions, site: s, tmpl: map[string]*site.Page{}}
-	for _, name := range []string{"owner", "owner-sign-in", "owner-sign-in-link", "owner-link"} {
+	p := &OwnerPages{owners: owners, drafts: drafts, apps: apps, sessions: sessions, site: s, tmpl: map[string]*site.Page{},
+		steering: NewSteering(owners.db, owners.clock, owners.log, nil, nil, nil)}
+	for _, o := range opts {
+		o(p)
+	}
+	for _, name := range []string{"owner", "owner-sign-in", "owner-sign-in-link", "owner-link", "owner-confirm", "owner-report"} {
 		p.tmpl[name] = s.MustParse(templateFS, "templates/"+name+".html", funcs)
 	}
 	return p
@@ -56,7 +73,9 @@ type signInPage struct {
 type ownerPage struct {
 	CSRF     string
 	Overview Overview
-	Notice   string
+	// Views are what the other modules say of each agent, by agent id.
+	Views  map[string]AgentView
+	Notice string
 	// Failed is the agent whose draft was refused, with what was typed and why.
 	Failed  string
 	Content string
@@ -132,7 +151,15 @@ func (p *OwnerPages) showOwner(c *gin.Context, status int, owner ownerRow, page 
 		p.site.Error(c, err)
 		return
 	}
-	page.CSRF, page.Overview = nosurf.Token(c.Request), v
+	page.CSRF, page.Overview, page.Views = nosurf.Token(c.Request), v, map[string]AgentView{}
+	for _, a := range v.Agents {
+		view, err := p.steering.View(c.Request.Context(), owner.ID, a.AgentID, a.Handle)
+		if err != nil {
+			p.site.Error(c, err)
+			return
+		}
+		page.Views[a.AgentID] = view
+	}
 	p.write(c, status, "owner", page)
 }
 

@@ -287,7 +287,7 @@ func TestOwnerSignIn(t *testing.T) {
 		r = b.post(t, link, url.Values{"csrf_token": {token}})
 		expectRedirect(t, r)
 		c := ownerCookie(t, r)
-		if c.Value == "" || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != onboarding.OwnerPath || c.Secure {
+		if c.Value == "" || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.Secure {
 			t.Fatalf("session cookie %+v", c)
 		}
 		// The table keeps a hash of the cookie's token, never the token.

@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
 )
 
 // sessionCookie names the owner's session cookie.
@@ -42,7 +43,8 @@ func NewSessions(db *gorm.DB, cfg Config, d *plugin.Deployment) *Sessions {
 	sm.Cookie.HttpOnly = true
 	sm.Cookie.SameSite = http.SameSiteLaxMode
 	sm.Cookie.Secure = strings.HasPrefix(d.BaseURL, "https://")
-	sm.Cookie.Path = OwnerPath
+	// The whole site: the forum's pages ask (port.Viewer) whether their reader is a signed-in owner.
+	sm.Cookie.Path = "/"
 	sm.Cookie.Persist = false // the browser forgets it when it closes; the server after SessionTTL
 	return &Sessions{sm: sm}
 }
@@ -58,6 +60,41 @@ func (s *Sessions) load(c *gin.Context) error {
 	c.Header("Vary", "Cookie")
 	return nil
 }
+
+// Viewer tells the site's other pages whether their reader is a signed-in owner (port.Viewer), from
+// the owner's session cookie.
+type Viewer struct {
+	sessions *Sessions
+	owners   *Owners
+}
+
+// NewViewer returns the viewer over the sessions.
+func NewViewer(sessions *Sessions, owners *Owners) *Viewer {
+	return &Viewer{sessions: sessions, owners: owners}
+}
+
+// Owner returns the signed-in owner of r, whose account still exists.
+func (v *Viewer) Owner(r *http.Request) (string, bool, error) {
+	cookie, err := r.Cookie(sessionCookie)
+	if err != nil || cookie.Value == "" {
+		return "", false, nil
+	}
+	ctx, err := v.sessions.sm.Load(r.Context(), cookie.Value)
+	if err != nil {
+		return "", false, fmt.Errorf("load session: %w", err)
+	}
+	id := v.sessions.ownerID(ctx)
+	if id == "" {
+		return "", false, nil
+	}
+	_, ok, err := v.owners.Owner(ctx, id)
+	return id, ok && err == nil, err
+}
+
+// ReportPath is the owner's form that reports the post kind id.
+func (v *Viewer) ReportPath(kind, id string) string { return ReportsPath + kind + "/" + id }
+
+var _ port.Viewer = (*Viewer)(nil)
 
 // ownerID is the signed-in account of the request, or "".
 func (s *Sessions) ownerID(ctx context.Context) string { return s.sm.GetString(ctx, ownerKey) }

@@ -79,7 +79,7 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 func reportTable(rs []Report) plugin.Table {
 	t := plugin.Table{Header: []string{"REPORT_ID", "STATUS", "TARGET", "TARGET_ID", "REASON", "REPORTER", "CREATED"}}
 	for _, r := range rs {
-		t.Add(r.ReportID, r.Status, r.TargetKind, r.TargetID, r.ReasonCode, r.ReporterAgentID, plugin.Stamp(r.CreatedAt))
+		t.Add(r.ReportID, r.Status, r.TargetKind, r.TargetID, r.ReasonCode, r.Reporter(), plugin.Stamp(r.CreatedAt))
 	}
 	return t
 }

@@ -88,36 +88,66 @@ func (r *Reports) create(c *gin.Context) {
 		render.Abort(c, problem.New(problem.ReportTargetRequired, "Name the post you report: target_thread_id or target_reply_id."))
 		return
 	}
-	if req.Explanation != nil {
-		// What an operator reads on a console is agent-written: no control or bidirectional
-		// override characters that could redraw the screen or disguise the report.
-		if reason, ok := textpolicy.Check(*req.Explanation, true); !ok {
-			render.Abort(c, problem.Newf(problem.ContentPolicyViolation, "/explanation %s.", reason).With("pointer", "/explanation"))
-			return
-		}
-	}
-	if req.Explanation != nil && privatekey.In(*req.Explanation) {
-		render.Abort(c, problem.New(problem.PrivateKeyRefused, "/explanation holds a private key. Private keys are never accepted, in any form or place: remove it (and treat it as exposed: make a new one).").With("pointer", "/explanation"))
+	if prob := checkExplanation(req.Explanation); prob != nil {
+		render.Abort(c, prob)
 		return
 	}
 	ctx := c.Request.Context()
 	p, _ := port.PrincipalFrom(ctx)
-	status, body, err := database.Write(ctx, r.db, func(plan *port.Plan) (int, any, error) {
+	status, body, err := r.file(ctx, reporter{ID: p.AgentID, Org: p.OrgID, Kind: ReporterAgent}, kind, *id, req)
+	if err != nil {
+		render.Error(c, err)
+		return
+	}
+	render.Raw(c, status, body)
+}
+
+// checkExplanation refuses an explanation an operator must not read: control or bidirectional
+// override characters that could redraw a console or disguise the report, or a private key.
+func checkExplanation(explanation *string) *problem.Problem {
+	if explanation == nil {
+		return nil
+	}
+	if reason, ok := textpolicy.Check(*explanation, true); !ok {
+		return problem.Newf(problem.ContentPolicyViolation, "/explanation %s.", reason).With("pointer", "/explanation")
+	}
+	if privatekey.In(*explanation) {
+		return problem.New(problem.PrivateKeyRefused, "/explanation holds a private key. Private keys are never accepted, in any form or place: remove it (and treat it as exposed: make a new one).").With("pointer", "/explanation")
+	}
+	return nil
+}
+
+// The kinds of reporter.
+const (
+	ReporterAgent  = "agent"  // an agent's signed report
+	ReporterPerson = "person" // a signed-in owner's, from the owner's pages
+)
+
+// reporter is who files a report: an agent (with its organisation) or a person (an owner account).
+type reporter struct {
+	ID, Org, Kind string
+}
+
+// file plans and runs a report of the post kind id by rep, in the order create documents: the
+// reporter's limit (429), a visible target (404), an explanation that describes rather than quotes
+// (400), one open report per reporter and target (409).
+func (r *Reports) file(ctx context.Context, rep reporter, kind, id string, req CreateReportRequest) (int, []byte, error) {
+	return database.Write(ctx, r.db, func(plan *port.Plan) (int, any, error) {
 		now := r.clock.Now().UTC().Truncate(time.Microsecond)
-		r.withinLimitIn(plan, p.AgentID, now)
+		r.withinLimitIn(plan, rep.ID, now)
 		notFound := func() error {
 			return problem.Newf(problem.TargetNotFound, "No visible %s has this id: it does not exist, or it was removed.", kind)
 		}
 		// The post's text cannot change; whether it is visible can, so the write checks that again.
-		post, ok, err := r.moderation.Post(ctx, plan.Read, kind, *id)
+		post, ok, err := r.moderation.Post(ctx, plan.Read, kind, id)
 		if err != nil {
 			return 0, nil, err
 		}
 		if !ok || !post.Visible {
 			plan.Refuse(notFound())
 		} else {
-			r.moderation.VisibleIn(plan, kind, *id, func(ctx context.Context, db *gorm.DB) error {
-				post, ok, err := r.moderation.Post(ctx, db, kind, *id)
+			r.moderation.VisibleIn(plan, kind, id, func(ctx context.Context, db *gorm.DB) error {
+				post, ok, err := r.moderation.Post(ctx, db, kind, id)
 				switch {
 				case err != nil:
 					return err
@@ -131,12 +161,12 @@ func (r *Reports) create(c *gin.Context) {
 			plan.Refuse(problem.Newf(problem.ExplanationQuotesContent,
 				"The explanation repeats %d or more consecutive characters of the reported %s: describe the problem in your own words, do not quote it.", QuoteRun, kind).With("pointer", "/explanation"))
 		}
-		row := reportRow{ID: uuid.Must(uuid.NewV7()).String(), ReporterID: p.AgentID, ReporterOrg: p.OrgID, TargetKind: kind, TargetID: *id,
+		row := reportRow{ID: uuid.Must(uuid.NewV7()).String(), ReporterID: rep.ID, ReporterOrg: rep.Org, ReporterKind: rep.Kind, TargetKind: kind, TargetID: id,
 			ReasonCode: req.ReasonCode, Explanation: req.Explanation, Status: StatusOpen, CreatedAt: now, UpdatedAt: now}
 		// One open report per reporter and target: the unique index refuses a second, even racing.
 		plan.Add(plan.Build().Clauses(clause.OnConflict{DoNothing: true}).Create(&row), 1, func(ctx context.Context, db *gorm.DB) error {
 			var open int64
-			if err := db.Model(&reportRow{}).Where("reporter_id = ? AND target_kind = ? AND target_id = ? AND status = ?", p.AgentID, kind, *id, StatusOpen).Count(&open).Error; err != nil {
+			if err := db.Model(&reportRow{}).Where("reporter_id = ? AND target_kind = ? AND target_id = ? AND status = ?", rep.ID, kind, id, StatusOpen).Count(&open).Error; err != nil {
 				return fmt.Errorf("read open reports: %w", err)
 			}
 			if open > 0 {
@@ -144,14 +174,9 @@ func (r *Reports) create(c *gin.Context) {
 			}
 			return nil
 		})
-		return http.StatusCreated, CreatedReportResponse{ReportID: row.ID, Status: row.Status, TargetKind: kind, TargetID: *id,
+		return http.StatusCreated, CreatedReportResponse{ReportID: row.ID, Status: row.Status, TargetKind: kind, TargetID: id,
 			ReasonCode: row.ReasonCode, CreatedAt: now}, nil
 	})
-	if err != nil {
-		render.Error(c, err)
-		return
-	}
-	render.Raw(c, status, body)
 }
 
 func alreadyOpen(kind string) *problem.Problem {

@@ -46,5 +46,12 @@ func Migrations() plugin.Migrations {
 			}
 			return nil
 		}},
+		{ID: "reports_0002_reporter_kind", Migrate: func(tx *gorm.DB) error {
+			// A report is an agent's or, from the owner's pages, a person's (an owner account).
+			if err := tx.Exec(`ALTER TABLE reports_reports ADD COLUMN reporter_kind VARCHAR(8) NOT NULL DEFAULT 'agent'`).Error; err != nil {
+				return fmt.Errorf("reports: %w", err)
+			}
+			return nil
+		}},
 	}}
 }

@@ -2,18 +2,20 @@ package reports
 
 import "time"
 
-// reportRow is one agent's report of one post.
+// reportRow is one agent's, or one person's, report of one post.
 type reportRow struct {
 	ID          string `gorm:"primaryKey;size:36"`
-	ReporterID  string `gorm:"size:36;not null"`
-	ReporterOrg string `gorm:"size:36;not null"`
-	TargetKind  string `gorm:"size:8;not null"`
-	TargetID    string `gorm:"size:36;not null"`
-	ReasonCode  string `gorm:"size:32;not null"`
-	Explanation *string
-	Status      string `gorm:"size:16;not null"`
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	ReporterID  string `gorm:"size:36;not null"` // the agent, or the person's owner account
+	ReporterOrg string `gorm:"size:36;not null"` // the agent's organisation; "" for a person
+	// ReporterKind is ReporterAgent or ReporterPerson.
+	ReporterKind string `gorm:"size:8;not null;default:'agent'"`
+	TargetKind   string `gorm:"size:8;not null"`
+	TargetID     string `gorm:"size:36;not null"`
+	ReasonCode   string `gorm:"size:32;not null"`
+	Explanation  *string
+	Status       string `gorm:"size:16;not null"`
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 func (reportRow) TableName() string { return "reports_reports" }

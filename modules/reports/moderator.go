@@ -35,10 +35,14 @@ func NewModerator(db *gorm.DB, clock port.Clock, moderation port.Moderation) *Mo
 
 // Report is a report as the operator reads it, with the decisions on it.
 type Report struct {
-	ReportID        string     `json:"report_id"`
-	Status          string     `json:"status"`
+	ReportID string `json:"report_id"`
+	Status   string `json:"status"`
+	// ReporterKind is agent or person: a person's report comes from the owner's pages, and names the
+	// owner account in ReporterOwnerID (ReporterAgentID and ReporterOrgID are then "").
+	ReporterKind    string     `json:"reporter_kind"`
 	ReporterAgentID string     `json:"reporter_agent_id"`
 	ReporterOrgID   string     `json:"reporter_org_id"`
+	ReporterOwnerID string     `json:"reporter_owner_id,omitempty"`
 	TargetKind      string     `json:"target_kind"`
 	TargetID        string     `json:"target_id"`
 	ReasonCode      string     `json:"reason_code"`
@@ -175,9 +179,22 @@ func (m *Moderator) views(ctx context.Context, db *gorm.DB, rows []reportRow) ([
 		if d == nil {
 			d = []Decision{}
 		}
-		out = append(out, Report{ReportID: r.ID, Status: r.Status, ReporterAgentID: r.ReporterID, ReporterOrgID: r.ReporterOrg,
+		rep := Report{ReportID: r.ID, Status: r.Status, ReporterKind: r.ReporterKind, ReporterAgentID: r.ReporterID, ReporterOrgID: r.ReporterOrg,
 			TargetKind: r.TargetKind, TargetID: r.TargetID, ReasonCode: r.ReasonCode, Explanation: r.Explanation,
-			CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), Actions: d})
+			CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), Actions: d}
+		if r.ReporterKind == ReporterPerson {
+			rep.ReporterAgentID, rep.ReporterOwnerID = "", r.ReporterID
+		}
+		out = append(out, rep)
 	}
 	return out, nil
+}
+
+// Reporter is who filed the report, as a table shows it: the agent's id, or "person:" and the owner
+// account's id.
+func (r Report) Reporter() string {
+	if r.ReporterKind == ReporterPerson {
+		return ReporterPerson + ":" + r.ReporterOwnerID
+	}
+	return r.ReporterAgentID
 }

@@ -4,6 +4,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/schema"
 )
 
@@ -17,6 +18,8 @@ func Descriptor() plugin.Descriptor {
 func Module() fx.Option {
 	return fx.Module(ID,
 		fx.Provide(fx.Private, func() *schema.Set { return schema.Published() }, NewConfig, NewReports),
+		// The owner's pages (onboarding) file persons' reports.
+		fx.Provide(fx.Annotate(NewPersons, fx.As(new(port.PersonReports)))),
 		// Public: the admin commands run with it.
 		fx.Provide(NewModerator),
 		fx.Provide(

@@ -82,6 +82,7 @@ func (p *rtPosts) add(kind, text string, visible bool) string {
 type rtWorld struct {
 	posts     *rtPosts
 	moderator *reports.Moderator
+	persons   *reports.Persons
 	engine    *gin.Engine
 	clock     *testkit.Clock
 }
@@ -92,6 +93,7 @@ func rtNewWorld(t testing.TB, dialect string, cfg reports.Config) *rtWorld {
 	w := &rtWorld{posts: &rtPosts{posts: map[string]port.Post{}}, clock: testkit.NewClock(testkit.T0)}
 	r := reports.NewReports(cfg, db, w.clock, w.posts, schema.Published())
 	w.moderator = reports.NewModerator(db, w.clock, w.posts)
+	w.persons = reports.NewPersons(r)
 	w.engine = testkit.Engine(t)
 	testkit.MountAgent(t, w.engine, "edge", []gin.HandlerFunc{testkit.StandInGuard}, r.Routes().Agent)
 	return w

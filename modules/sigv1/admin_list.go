@@ -47,15 +47,17 @@ type OrgDetail struct {
 
 // AgentView is an agent as the operator sees it.
 type AgentView struct {
-	ID           string    `json:"agent_id"`
-	Handle       string    `json:"handle"`
-	OrgID        string    `json:"org_id"`
-	OrgName      string    `json:"org_name"`
-	State        string    `json:"state"`
-	WritesFrozen bool      `json:"writes_frozen"`
-	ActiveKeys   int64     `json:"active_keys"`
-	CreatedAt    time.Time `json:"created_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
+	ID           string `json:"agent_id"`
+	Handle       string `json:"handle"`
+	OrgID        string `json:"org_id"`
+	OrgName      string `json:"org_name"`
+	State        string `json:"state"`
+	WritesFrozen bool   `json:"writes_frozen"`
+	// PausedByOwner: the agent's owner paused its writes (403 agent_paused); only the owner resumes it.
+	PausedByOwner bool      `json:"paused_by_owner"`
+	ActiveKeys    int64     `json:"active_keys"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
 }
 
 // AgentDetail is what `agent show` prints: the agent and every one of its keys.
@@ -200,13 +202,14 @@ type agentRow struct {
 	OrgName    string
 	State      string
 	Frozen     int
+	Paused     int
 	ActiveKeys int64
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
 }
 
 func (r agentRow) view() AgentView {
-	return AgentView{ID: r.ID, Handle: r.Handle, OrgID: r.OrgID, OrgName: r.OrgName, State: r.State, WritesFrozen: r.Frozen == 1,
+	return AgentView{ID: r.ID, Handle: r.Handle, OrgID: r.OrgID, OrgName: r.OrgName, State: r.State, WritesFrozen: r.Frozen == 1, PausedByOwner: r.Paused == 1,
 		ActiveKeys: r.ActiveKeys, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
 }
 
@@ -215,6 +218,7 @@ func (r *Registry) agentQuery(ctx context.Context) *gorm.DB {
 		Joins("JOIN sigv1_orgs AS o ON o.id = a.org_id").
 		Select("a.id, a.handle, a.org_id, o.name AS org_name, a.state, a.created_at, a.updated_at, " +
 			frozenExpr(ScopeAgent, "a") + " AS frozen, " +
+			"CASE WHEN EXISTS (SELECT 1 FROM " + switchRow{}.TableName() + " AS p WHERE p.name = '" + ownerPauseSwitch("") + "' || a.id) THEN 1 ELSE 0 END AS paused, " +
 			"(SELECT COUNT(*) FROM sigv1_keys AS k WHERE k.agent_id = a.id AND k.state = '" + KeyActive + "') AS active_keys")
 }
 

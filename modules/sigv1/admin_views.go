@@ -112,7 +112,8 @@ func agentShow(invoke plugin.Invoke) *cli.Command {
 				}
 				return printShow(cmd, a, []field{
 					{"agent_id", a.ID}, {"handle", a.Handle}, {"state", a.State},
-					{"writes_frozen", strconv.FormatBool(a.WritesFrozen)}, {"org_id", a.OrgID}, {"org_name", a.OrgName},
+					{"writes_frozen", strconv.FormatBool(a.WritesFrozen)},
+					{"paused_by_owner", strconv.FormatBool(a.PausedByOwner)}, {"org_id", a.OrgID}, {"org_name", a.OrgName},
 					{"active_keys", strconv.FormatInt(a.ActiveKeys, 10)},
 					{"created_at", stamp(a.CreatedAt)}, {"updated_at", stamp(a.UpdatedAt)},
 				}, "keys", keyTable(a.Keys, false))

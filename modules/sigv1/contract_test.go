@@ -251,7 +251,7 @@ func TestContractOpenAPIProblemCodes(t *testing.T) {
 	for _, code := range []problem.Code{
 		problem.ChannelClosed, problem.BodyTooLarge, problem.UnsupportedMediaType, problem.MalformedSignatureHeaders,
 		problem.UnsupportedSignatureVersion, problem.StaleTimestamp, problem.UnknownKey, problem.SignatureMismatch,
-		problem.AgentSuspended, problem.KeyRevoked, problem.WritesFrozen, problem.WritesUnavailable, problem.NonceReplayed,
+		problem.AgentSuspended, problem.KeyRevoked, problem.WritesFrozen, problem.AgentPaused, problem.WritesUnavailable, problem.NonceReplayed,
 		problem.RateLimited, problem.ValidationFailed, problem.NotReady, problem.IdempotencyKeyConflict,
 		problem.IdempotencyRequestInFlight, problem.PricingVersionNotAccepted, problem.PriceExceedsCap,
 		problem.InsufficientCredits, problem.RequestTimeout, problem.NotAcceptable,

@@ -25,6 +25,8 @@ func Module() fx.Option {
 		// Other modules check organisations through port.Directory, admit new agents through
 		// port.Enrolment and keep limits shared by every replica through port.Limits.
 		fx.Provide(func(r *Registry) port.Directory { return r }),
+		// The owner's pages (onboarding) pause an agent and revoke its keys through port.AgentControl.
+		fx.Provide(fx.Annotate(NewOwnerControl, fx.As(new(port.AgentControl)))),
 		fx.Provide(
 			func(r *Registry, n *Nonces, s *Switches, m *Memory, clock port.Clock) port.Enrolment {
 				e := NewEnrolment(r, n, s, clock)

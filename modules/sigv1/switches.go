@@ -42,6 +42,11 @@ const pausedSwitch = "writes:paused"
 // minutes rather than seconds, so clients are asked not to hammer.
 const pausedRetryAfter = 30
 
+// ownerPauseSwitch is on while the agent's owner has paused its writes (403 agent_paused). It is the
+// owner's own switch: the operator's freezes, suspension and their lifting never touch it, and the
+// owner can lift nothing else.
+func ownerPauseSwitch(agentID string) string { return "owner-pause:" + agentID }
+
 func gateSwitch(channel string) string { return "gate:" + channel + ":closed" }
 
 func freezeSwitch(scope, id string) string {
@@ -101,12 +106,13 @@ func (s *Switches) writeBlock(ctx context.Context, agentID, orgID string) (*prob
 
 // blockSwitches are the switches that can stop a write by agentID of orgID, in blockOf's order.
 func blockSwitches(agentID, orgID string) []string {
-	return []string{freezeSwitch(ScopeAgent, agentID), freezeSwitch(ScopeOrg, orgID), freezeSwitch(ScopeAll, ""), pausedSwitch}
+	return []string{freezeSwitch(ScopeAgent, agentID), freezeSwitch(ScopeOrg, orgID), freezeSwitch(ScopeAll, ""), ownerPauseSwitch(agentID), pausedSwitch}
 }
 
 // blockOf returns the problem that stops a write by agentID of orgID when the switches for which on
 // is true are on, or nil: a freeze (the agent's, then its organisation's, then the global one: 403),
-// then the pause (503).
+// then its owner's pause (403 agent_paused: the operator's refusals come first, as only the operator
+// lifts them), then the operator's pause (503).
 func blockOf(agentID, orgID string, on func(name string) bool) *problem.Problem {
 	for i, name := range blockSwitches(agentID, orgID) {
 		if !on(name) {
@@ -119,6 +125,8 @@ func blockOf(agentID, orgID string, on func(name string) bool) *problem.Problem 
 			return problem.New(problem.WritesFrozen, "Writes by this agent's organisation are frozen by the operator.").With("scope", ScopeOrg)
 		case 2:
 			return problem.New(problem.WritesFrozen, "Writes are frozen service-wide by the operator.").With("scope", ScopeAll)
+		case 3:
+			return problem.New(problem.AgentPaused, "This agent's writes are paused by its owner: only the owner can resume them, on the owner's page. Reads go on.")
 		default:
 			return problem.New(problem.WritesUnavailable, "Signed agent writes are temporarily unavailable; retry later.").With("retry_after_seconds", pausedRetryAfter)
 		}
