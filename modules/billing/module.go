@@ -27,6 +27,8 @@ func Module() fx.Option {
 		fx.Provide(fx.Private, NewEndpoints),
 		fx.Provide(
 			func(m *Meter) port.Meter { return m },
+			func(w *Wallets) port.Grants { return w },
+			plugin.AsSeeder(Seeder),
 			plugin.AsRoutes((*Endpoints).PublicRoutes),
 			plugin.AsRoutes((*Endpoints).AgentRoutes),
 			plugin.AsMigrations(Migrations),
