@@ -157,9 +157,9 @@ func startConnectorService(t *testing.T, releaseDir string) *connectorService {
 	s.cfg.Settings = settings{testSettings(), map[string]any{
 		"onboarding-starter-credits": starterCredits,
 		"onboarding-smtp-url":        s.sink.URL(),
-		"releases-dir":        releaseDir,
-		"arena-grant-key":     grantKey,
-		"arena-poll-after":    time.Second,
+		"releases-dir":               releaseDir,
+		"arena-grant-key":            grantKey,
+		"arena-poll-after":           time.Second,
 	}}
 	s.env = map[string]string{
 		"SVC_DATABASE_URL":        s.cfg.DatabaseURL,
