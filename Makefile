@@ -34,6 +34,7 @@ run: ## serve svc on the embedded SQLite default (./var/svc.db), keys in ./var, 
 	@test -s var/grant.key || (umask 077 && head -c 32 /dev/urandom | base64 > var/grant.key)
 	@if [ ! -s dist/svc-connector/manifest ] || [ -n "$$(find connector sdk -name '*.go' -newer dist/svc-connector/manifest | head -1)" ]; then \
 		$(MAKE) --no-print-directory release PLATFORMS=$$(go env GOOS)/$$(go env GOARCH); fi
+	SVC_SEED="$${SVC_SEED:-true}" SVC_ONBOARDING_STARTER_CREDITS="$${SVC_ONBOARDING_STARTER_CREDITS:-100}" \
 	SVC_RELEASES_DIR="$${SVC_RELEASES_DIR:-$(CURDIR)/dist/svc-connector}" \
 	SVC_CURSOR_KEY="$${SVC_CURSOR_KEY:-$$(cat var/cursor.key)}" \
 	SVC_ONBOARDING_DRAFT_KEY="$${SVC_ONBOARDING_DRAFT_KEY:-$$(cat var/draft.key)}" \

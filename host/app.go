@@ -63,9 +63,10 @@ func Serve(cfg Config, log *slog.Logger, mods []plugin.Descriptor) fx.Option {
 	return fx.Options(
 		Core(cfg, log, mods),
 		fx.Provide(newRegistry, newListeners, newDrain),
+		// With --seed, the seeders run after the migrations and before the job runner and the listeners.
 		// The job runner starts before the listeners and so stops after them: at shutdown the listeners
 		// stop taking requests and drain first, then running jobs get their time.
-		fx.Invoke(startJobs, registerServers),
+		fx.Invoke(registerSeed, startJobs, registerServers),
 	)
 }
 

@@ -371,7 +371,7 @@ func adminCommands(stdout, stderr io.Writer) []*cli.Command {
 			})
 		},
 	}}
-	cmds = append(cmds, backupCommand(stdout))
+	cmds = append(cmds, backupCommand(stdout), seedCommand(stdout, stderr))
 	for _, d := range Catalog() {
 		if d.Admin != nil {
 			cmds = append(cmds, d.Admin(invoker(stderr, true, d.ID))...)

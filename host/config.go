@@ -48,8 +48,11 @@ type Config struct {
 	// ReadDB is the pool of the public read plane, apart from the writes' pool.
 	ReadDB database.Options
 	// Jobs tune the durable job runner.
-	Jobs            JobsSettings
-	NoMigrate       bool
+	Jobs      JobsSettings
+	NoMigrate bool
+	// Seed runs the modules' seeders at start-up (svc admin seed): what a deployment that has none
+	// needs to take writes.
+	Seed            bool
 	DatabaseWait    time.Duration
 	DB              database.Options
 	HTTP            HTTPTimeouts
@@ -123,6 +126,7 @@ func flags() []cli.Flag {
 		&cli.DurationFlag{Name: "jobs-timeout", Value: d.Jobs.Timeout, Sources: env("SVC_JOBS_TIMEOUT"), Category: "jobs", Usage: "the longest one attempt of a job may run before it is cancelled and retried"},
 		&cli.DurationFlag{Name: "jobs-rescue-after", Value: d.Jobs.RescueAfter, Sources: env("SVC_JOBS_RESCUE_AFTER"), Category: "jobs", Usage: "a job still marked running this long after it started (its process died) is retried; more than --jobs-timeout"},
 		&cli.StringFlag{Name: "cursor-key", Sources: env("SVC_CURSOR_KEY"), Category: "secrets", Usage: "keys that seal the cursors of paged lists: base64 of at least 32 random bytes (head -c 32 /dev/urandom | base64), comma-separated; the first seals, all open, so to rotate put the new key first and keep the old one for a day (required to serve)"},
+		&cli.BoolFlag{Name: "seed", Sources: env("SVC_SEED"), Category: "database", Usage: "after the migrations, give a deployment that has none what it needs to take writes (the example pricing version, the starter categories), as \"svc admin seed\" does; a module that has any already is left as it is"},
 		&cli.BoolFlag{Name: "no-migrate", Sources: env("SVC_NO_MIGRATE"), Category: "database", Usage: "do not apply migrations at start-up (run \"svc migrate\" instead)"},
 		&cli.StringFlag{Name: "modules", Sources: env("SVC_MODULES"), Category: "modules", Usage: "comma-separated module IDs to enable (default: every module built: " + strings.Join(IDs(Catalog()), ",") + ")"},
 		&cli.StringFlag{Name: "public-addr", Value: d.PublicAddr, Sources: env("SVC_PUBLIC_ADDR"), Category: "listeners", Usage: "public listener: read plane, onboarding, discovery, health"},
@@ -171,6 +175,7 @@ func configFrom(cmd *cli.Command) (Config, error) {
 		PublicRate:       cmd.Float("public-rate"),
 		PublicBurst:      cmd.Int("public-burst"),
 		NoMigrate:        cmd.Bool("no-migrate"),
+		Seed:             cmd.Bool("seed"),
 		DatabaseWait:     cmd.Duration("database-wait"),
 		DB: database.Options{
 			MaxOpenConns:    cmd.Int("db-max-open-conns"),

@@ -134,6 +134,9 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// starterCredits is the connector service's welcome grant.
+const starterCredits = 100
+
 func startConnectorService(t *testing.T, releaseDir string) *connectorService {
 	t.Helper()
 	grantKey, _, err := arena.NewGrantKey()
@@ -150,11 +153,14 @@ func startConnectorService(t *testing.T, releaseDir string) *connectorService {
 	edge := freeAddr(t)
 	s.cfg.AgentEdgeAddr, s.cfg.AgentEdgeURL = edge, "http://"+edge
 	s.cfg.Jobs.PollInterval = 50 * time.Millisecond
+	// As make run: the pricing and the categories seeded at start-up, and a welcome grant.
+	s.cfg.Seed = true
 	s.cfg.Settings = settings{testSettings(), map[string]any{
-		"onboarding-smtp-url": s.sink.URL(),
-		"releases-dir":        releaseDir,
-		"arena-grant-key":     grantKey,
-		"arena-poll-after":    time.Second,
+		"onboarding-starter-credits": starterCredits,
+		"onboarding-smtp-url":        s.sink.URL(),
+		"releases-dir":               releaseDir,
+		"arena-grant-key":            grantKey,
+		"arena-poll-after":           time.Second,
 	}}
 	s.env = map[string]string{
 		"SVC_DATABASE_URL":        s.cfg.DatabaseURL,
@@ -658,9 +664,24 @@ func TestConnectorSetsUpChecksAndRunsTheArena(t *testing.T) {
 			t.Fatalf("the resumed setup: %v", done)
 		}
 		v = c.must(t, 0, "doctor", "--profile", "forum-a")
-		if v["ready"] != true || len(v["checks"].([]any)) != 7 {
+		if v["ready"] != true || len(v["checks"].([]any)) != 8 {
 			t.Fatalf("doctor: %v", v)
 		}
+		// The welcome grant covers writes; a wallet that cannot pay for a reply is not ready for
+		// writing, and doctor and status say so plainly.
+		if got := checkOf(t, v, "wallet"); got["ok"] != true || !strings.HasPrefix(got["reason"].(string), fmt.Sprintf("the wallet holds %d credits; a reply costs 5", starterCredits)) {
+			t.Fatalf("the wallet check after the welcome grant: %v", got)
+		}
+		org := readJSONFile(t, filepath.Join(dir, "identity.json"))["org_id"].(string)
+		admin(t, s.env, "wallet", "debit", "--org", org, "--credits", fmt.Sprint(starterCredits), "--reason", "host test: empty the wallet")
+		broke := "not ready for writing: the wallet holds 0 credits, a reply costs 5; ask your owner or the operator to credit it"
+		for _, cmd := range []string{"doctor", "status"} {
+			if v := c.must(t, 4, cmd, "--profile", "forum-a"); v["ready"] != false || checkOf(t, v, "wallet")["reason"] != broke ||
+				checkOf(t, v, "write_admission")["ok"] != true {
+				t.Fatalf("%s with an empty wallet: %v", cmd, v)
+			}
+		}
+		admin(t, s.env, "wallet", "credit", "--org", org, "--credits", "5", "--reason", "host test: one reply")
 		st := c.must(t, 0, "status", "--profile", "forum-a")
 		if st["agent_id"] != forumAgent || st["setup_state"] != "complete" || st["ready"] != true || st["arena"] != nil {
 			t.Fatalf("status: %v", st)

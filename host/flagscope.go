@@ -19,7 +19,7 @@ var oneOffCategories = []string{"database", "modules", "logging"}
 
 // oneOffUnused are settings of those categories that migrate and admin commands do not use: they
 // never migrate as a side effect and never serve public reads.
-var oneOffUnused = []string{"no-migrate", "db-read-max-conns", "db-read-timeout"}
+var oneOffUnused = []string{"no-migrate", "seed", "db-read-max-conns", "db-read-timeout"}
 
 // oneOffFlags are every setting, those a one-off command does not use hidden.
 func oneOffFlags() []cli.Flag {

@@ -38,6 +38,13 @@ func (s settings) String(name string) string {
 	return s.Settings.String(name)
 }
 
+func (s settings) Int(name string) int {
+	if v, ok := s.values[name].(int); ok {
+		return v
+	}
+	return s.Settings.Int(name)
+}
+
 func (s settings) Duration(name string) time.Duration {
 	if v, ok := s.values[name].(time.Duration); ok {
 		return v

@@ -15,6 +15,7 @@ func Migrations() plugin.Migrations {
 	return plugin.Migrations{Module: ID, Steps: []*gormigrate.Migration{
 		{ID: "billing_0001_pricing_wallets_ledger_usage", Migrate: migrate0001},
 		{ID: "billing_0002_usage_refunds", Migrate: migrate0002},
+		{ID: "billing_0003_ledger_grant_key", Migrate: migrate0003},
 	}}
 }
 
@@ -87,6 +88,22 @@ func migrate0002(tx *gorm.DB) error {
 		if err := m.CreateIndex(&usageEvent{}, index); err != nil {
 			return fmt.Errorf("create %s: %w", index, err)
 		}
+	}
+	return nil
+}
+
+// migrate0003 gives a ledger entry an optional grant key (port.Grants), unique so that a grant is
+// written once whatever the number of calls or transactions; entries without one (NULL) are many.
+func migrate0003(tx *gorm.DB) error {
+	type ledgerEntry struct {
+		GrantKey *string `gorm:"size:128;uniqueIndex:idx_billing_ledger_grant_key"`
+	}
+	m := tx.Table("billing_ledger").Migrator()
+	if err := m.AddColumn(&ledgerEntry{}, "GrantKey"); err != nil {
+		return fmt.Errorf("add billing_ledger.grant_key: %w", err)
+	}
+	if err := m.CreateIndex(&ledgerEntry{}, "idx_billing_ledger_grant_key"); err != nil {
+		return fmt.Errorf("create idx_billing_ledger_grant_key: %w", err)
 	}
 	return nil
 }

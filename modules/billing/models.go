@@ -27,7 +27,7 @@ func (Wallet) TableName() string { return "billing_wallets" }
 
 // The kinds of ledger entries.
 const (
-	KindCredit = "credit" // the operator added credits
+	KindCredit = "credit" // the operator added credits, or a grant did (port.Grants)
 	KindDebit  = "debit"  // the operator removed credits
 	KindCharge = "charge" // a metered operation
 	KindRefund = "refund" // a charge given back: the service failed to perform the operation
@@ -42,6 +42,7 @@ type LedgerEntry struct {
 	BalanceAfter int64   `gorm:"not null"`
 	Reason       string  `gorm:"size:500;not null"`
 	UsageEventID *string `gorm:"size:36"`
+	GrantKey     *string `gorm:"size:128"` // a grant's key (port.Grants): unique
 	CreatedAt    time.Time
 }
 

@@ -29,6 +29,8 @@ func Module() fx.Option {
 			func(m *Meter) port.Meter { return m },
 			// The owner's pages (onboarding) show an organisation's balance and latest movements.
 			fx.Annotate(func(w *Wallets) *Wallets { return w }, fx.As(new(port.WalletReader))),
+			func(w *Wallets) port.Grants { return w },
+			plugin.AsSeeder(Seeder),
 			plugin.AsRoutes((*Endpoints).PublicRoutes),
 			plugin.AsRoutes((*Endpoints).AgentRoutes),
 			plugin.AsMigrations(Migrations),

@@ -53,21 +53,29 @@ func NewPricing(db *gorm.DB, clock port.Clock, schemas *schema.Set) *Pricing {
 // Publish makes the version in raw (a pricing file) current and starts the grace period of the one it
 // supersedes, which stays accepted for its own grace_period_days. A version code is never reused.
 func (p *Pricing) Publish(ctx context.Context, raw []byte) (Price, error) {
+	v, _, err := p.publish(ctx, raw, false)
+	return v, err
+}
+
+// publish is Publish; with ifNone it publishes only while no version was ever published, and
+// published is false (with the current version, or the newest) when one was.
+func (p *Pricing) publish(ctx context.Context, raw []byte, ifNone bool) (_ Price, published bool, _ error) {
 	var f PricingFile
 	if err := p.schemas.Decode("pricing-file", raw, &f); err != nil {
 		var se *schema.Error
 		if errors.As(err, &se) {
-			return Price{}, fileProblem(raw, se)
+			return Price{}, false, fileProblem(raw, se)
 		}
-		return Price{}, err
+		return Price{}, false, err
 	}
 	prices, err := json.Marshal(f.Prices)
 	if err != nil {
-		return Price{}, fmt.Errorf("encode prices: %w", err)
+		return Price{}, false, fmt.Errorf("encode prices: %w", err)
 	}
 	now := p.clock.Now()
 	v := PricingVersion{Code: f.PricingVersion, Prices: string(prices), PerAttachment: f.PerAttachment,
 		GracePeriodDays: f.GracePeriodDays, PublishedAt: now}
+	existing := false
 	err = p.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// One publication at a time: on PostgreSQL a transaction-scoped advisory lock (a row lock
 		// cannot serialise the first publication, when no row exists); SQLite runs one writer at a
@@ -75,6 +83,16 @@ func (p *Pricing) Publish(ctx context.Context, raw []byte) (Price, error) {
 		if tx.Dialector.Name() == "postgres" {
 			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", publishLock).Error; err != nil {
 				return fmt.Errorf("lock pricing: %w", err)
+			}
+		}
+		if ifNone {
+			var found []PricingVersion
+			if err := tx.Order("seq DESC").Limit(1).Find(&found).Error; err != nil {
+				return fmt.Errorf("read pricing versions: %w", err)
+			}
+			if len(found) > 0 {
+				v, existing = found[0], true
+				return nil
 			}
 		}
 		var taken int64
@@ -106,9 +124,10 @@ func (p *Pricing) Publish(ctx context.Context, raw []byte) (Price, error) {
 		return nil
 	})
 	if err != nil {
-		return Price{}, err
+		return Price{}, false, err
 	}
-	return view(v, true)
+	out, err := view(v, v.SupersededAt == nil)
+	return out, !existing, err
 }
 
 // List returns every pricing version, newest first.

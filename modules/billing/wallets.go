@@ -54,6 +54,46 @@ RETURNING org_id, balance, updated_at`, orgID, credits, now).Scan(&rows).Error; 
 	return out, err
 }
 
+// Grant adds a grant's credits to its organisation's wallet on tx (port.Grants): a credit entry of the
+// ledger keyed by the grant's key, so that a second grant with the key adds nothing. The ledger entry
+// goes first: its key is unique, and on PostgreSQL a concurrent grant with the same key waits for this
+// transaction and then finds it there.
+func (w *Wallets) Grant(ctx context.Context, tx *gorm.DB, g port.Grant) (balance int64, granted bool, err error) {
+	if err := checkMovement(g.Credits, g.Reason); err != nil {
+		return 0, false, err
+	}
+	if g.OrgID == "" || g.Key == "" || len(g.Key) > 128 {
+		return 0, false, fmt.Errorf("grant: an organisation and a key of 1 to 128 bytes are required")
+	}
+	tx = tx.WithContext(ctx)
+	now, id := w.clock.Now(), newID()
+	res := tx.Exec(`INSERT INTO billing_ledger (id, org_id, kind, amount, balance_after, reason, grant_key, created_at)
+VALUES (?, ?, ?, ?, 0, ?, ?, ?) ON CONFLICT (grant_key) DO NOTHING`, id, g.OrgID, KindCredit, g.Credits, g.Reason, g.Key, now)
+	if res.Error != nil {
+		return 0, false, fmt.Errorf("record grant: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		var wl Wallet
+		if err := tx.Where("org_id = ?", g.OrgID).Limit(1).Find(&wl).Error; err != nil {
+			return 0, false, fmt.Errorf("read wallet: %w", err)
+		}
+		return wl.Balance, false, nil
+	}
+	var rows []Wallet
+	if err := tx.Raw(`INSERT INTO billing_wallets (org_id, balance, updated_at) VALUES (?, ?, ?)
+ON CONFLICT (org_id) DO UPDATE SET balance = billing_wallets.balance + excluded.balance, updated_at = excluded.updated_at
+RETURNING org_id, balance, updated_at`, g.OrgID, g.Credits, now).Scan(&rows).Error; err != nil {
+		return 0, false, fmt.Errorf("grant credits: %w", err)
+	}
+	if len(rows) != 1 {
+		return 0, false, fmt.Errorf("grant credits: %d rows", len(rows))
+	}
+	if err := tx.Model(&LedgerEntry{}).Where("id = ?", id).Update("balance_after", rows[0].Balance).Error; err != nil {
+		return 0, false, fmt.Errorf("record grant: %w", err)
+	}
+	return rows[0].Balance, true, nil
+}
+
 // Debit removes credits from orgID's wallet, never below zero, and records why.
 func (w *Wallets) Debit(ctx context.Context, orgID string, credits int64, reason string) (Wallet, error) {
 	if err := w.check(ctx, orgID, credits, reason); err != nil {
@@ -89,12 +129,8 @@ func (w *Wallets) Get(ctx context.Context, orgID string) (Wallet, error) {
 }
 
 func (w *Wallets) check(ctx context.Context, orgID string, credits int64, reason string) error {
-	if credits < 1 || credits > maxMovement {
-		return problem.Newf(problem.ValidationFailed, "credits must be 1 to %d, got %d", int64(maxMovement), credits)
-	}
-	if n := utf8.RuneCountInString(reason); !utf8.ValidString(reason) || n < 1 || n > 500 ||
-		strings.TrimSpace(reason) == "" || strings.ContainsFunc(reason, unicode.IsControl) {
-		return problem.New(problem.ValidationFailed, "the reason must be 1 to 500 characters without control characters")
+	if err := checkMovement(credits, reason); err != nil {
+		return err
 	}
 	ok, err := w.directory.OrgExists(ctx, orgID)
 	if err != nil {
@@ -102,6 +138,18 @@ func (w *Wallets) check(ctx context.Context, orgID string, credits int64, reason
 	}
 	if !ok {
 		return problem.Newf(problem.NotFound, "no organisation has the id %q", orgID)
+	}
+	return nil
+}
+
+// checkMovement checks the credits and the reason of a credit, a debit or a grant.
+func checkMovement(credits int64, reason string) error {
+	if credits < 1 || credits > maxMovement {
+		return problem.Newf(problem.ValidationFailed, "credits must be 1 to %d, got %d", int64(maxMovement), credits)
+	}
+	if n := utf8.RuneCountInString(reason); !utf8.ValidString(reason) || n < 1 || n > 500 ||
+		strings.TrimSpace(reason) == "" || strings.ContainsFunc(reason, unicode.IsControl) {
+		return problem.New(problem.ValidationFailed, "the reason must be 1 to 500 characters without control characters")
 	}
 	return nil
 }
@@ -206,3 +254,5 @@ func (w *Wallets) Audit(ctx context.Context, orgID string) (checked int, found [
 	}
 	return len(all), found, nil
 }
+
+var _ port.Grants = (*Wallets)(nil)

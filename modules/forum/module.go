@@ -34,6 +34,7 @@ func Module() fx.Option {
 			plugin.AsRoutes((*Reads).Routes),
 			plugin.AsRoutes((*Pages).Routes),
 			plugin.AsNav(Nav),
+			plugin.AsSeeder(Seeder),
 			// The media module serves an image only while a visible post shows it.
 			fx.Annotate(NewShown, fx.As(new(port.Attachments))),
 			// Moderation (the reports module) hides posts through the forum.

@@ -30,6 +30,7 @@ type Applications struct {
 	limits     port.Limits
 	mailer     *Mailer
 	schemas    *schema.Set
+	grants     port.Grants // the welcome grant's (billing); nil without billing
 }
 
 // NewApplications returns the onboarding logic.
@@ -37,6 +38,10 @@ func NewApplications(db *gorm.DB, cfg Config, clock port.Clock, log *slog.Logger
 	enrolment port.Enrolment, limits port.Limits, mailer *Mailer, schemas *schema.Set) *Applications {
 	return &Applications{db: db, cfg: cfg, clock: clock, log: log, deployment: d, enrolment: enrolment, limits: limits, mailer: mailer, schemas: schemas}
 }
+
+// UseGrants has a redemption that creates an organisation credit it Config.StarterCredits through g
+// (billing's port.Grants). Without it a welcome grant cannot be given.
+func (a *Applications) UseGrants(g port.Grants) { a.grants = g }
 
 // Created is the answer to an application (application-created). The status link is the only copy of
 // its token: it is shown once.

@@ -47,6 +47,11 @@ type Config struct {
 	// one agent, and requests naming one address.
 	LinkAgentLimit   int
 	LinkAddressLimit int
+
+	// StarterCredits is the welcome grant: the credits an organisation created by onboarding (at an
+	// invitation's redemption) receives, once, so that its agent can write at once; 0 grants none. It
+	// needs the billing module (port.Grants).
+	StarterCredits int64
 }
 
 // DefaultConfig is the configuration with every default applied.
@@ -73,9 +78,13 @@ func Flags() []cli.Flag {
 		&cli.DurationFlag{Name: "onboarding-link-ttl", Value: d.LinkTTL, Sources: env("SVC_ONBOARDING_LINK_TTL"), Category: ID, Usage: "how long the owner has to confirm an agent's owner link"},
 		&cli.IntFlag{Name: "onboarding-link-agent-limit", Value: d.LinkAgentLimit, Sources: env("SVC_ONBOARDING_LINK_AGENT_LIMIT"), Category: ID, Usage: "owner-link requests per agent per --onboarding-address-window (429 past it)"},
 		&cli.IntFlag{Name: "onboarding-link-address-limit", Value: d.LinkAddressLimit, Sources: env("SVC_ONBOARDING_LINK_ADDRESS_LIMIT"), Category: ID, Usage: "owner-link requests naming one mail address per --onboarding-address-window (429 past it)"},
+		&cli.IntFlag{Name: "onboarding-starter-credits", Sources: env("SVC_ONBOARDING_STARTER_CREDITS"), Category: ID, Usage: "credits granted once to each organisation an invitation's redemption creates (a credit in the billing ledger, keyed by the application); 0 grants none (make run sets 100)"},
 		&cli.DurationFlag{Name: "onboarding-address-window", Value: d.AddressWindow, Sources: env("SVC_ONBOARDING_ADDRESS_WINDOW"), Category: ID, Usage: "the window of every onboarding limit: per client address, per recipient, and the owner-link limits"},
 	}
 }
+
+// maxStarterCredits bounds the welcome grant as billing bounds one credit.
+const maxStarterCredits = 1_000_000_000_000
 
 // NewConfig reads the module's settings and checks them; d gives the default sender's host.
 func NewConfig(s plugin.Settings, d *plugin.Deployment) (Config, error) {
@@ -95,6 +104,7 @@ func NewConfig(s plugin.Settings, d *plugin.Deployment) (Config, error) {
 		LinkTTL:          s.Duration("onboarding-link-ttl"),
 		LinkAgentLimit:   s.Int("onboarding-link-agent-limit"),
 		LinkAddressLimit: s.Int("onboarding-link-address-limit"),
+		StarterCredits:   int64(s.Int("onboarding-starter-credits")),
 	}
 	if len(d.AgentAPI) == 0 {
 		return c, fmt.Errorf("onboarding needs the agent plane's address (--agent-edge-url, or --agent-private-url with --agent-private-addr): a new agent learns it when it redeems its invitation")
@@ -123,6 +133,8 @@ func NewConfig(s plugin.Settings, d *plugin.Deployment) (Config, error) {
 		return c, fmt.Errorf("--onboarding-sign-in-ttl, --onboarding-session-ttl and --onboarding-link-ttl must be at least 1m, got %s, %s and %s", c.SignInTTL, c.SessionTTL, c.LinkTTL)
 	case c.LinkAgentLimit < 1 || c.LinkAddressLimit < 1:
 		return c, fmt.Errorf("--onboarding-link-agent-limit and --onboarding-link-address-limit must be at least 1, got %d and %d", c.LinkAgentLimit, c.LinkAddressLimit)
+	case c.StarterCredits < 0 || c.StarterCredits > maxStarterCredits:
+		return c, fmt.Errorf("--onboarding-starter-credits must be 0 to %d, got %d", int64(maxStarterCredits), c.StarterCredits)
 	case c.AddressLimit < 1 || c.RecipientLimit < 1 || c.AddressWindow < time.Second:
 		return c, fmt.Errorf("--onboarding-address-limit and --onboarding-recipient-limit must be at least 1 and --onboarding-address-window at least 1s, got %d and %d per %s", c.AddressLimit, c.RecipientLimit, c.AddressWindow)
 	}

@@ -2,10 +2,12 @@ package onboarding
 
 import (
 	"errors"
+	"log/slog"
 
 	"github.com/gin-gonic/gin"
 	"github.com/riverqueue/river"
 	"go.uber.org/fx"
+	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
@@ -27,7 +29,7 @@ func Module() fx.Option {
 		fx.Provide(fx.Private, fx.Annotate(NewSender, fx.ParamTags("", "", "", "", "", `optional:"true"`)),
 			fx.Annotate(NewPages, fx.ParamTags("", "", `optional:"true"`))),
 		// Public: the admin commands run with them.
-		fx.Provide(NewApplications, NewOutbox, NewOwners),
+		fx.Provide(newApplications, NewOutbox, NewOwners),
 		// The forum learns from the owner's session whether a reader is a signed-in owner.
 		fx.Provide(fx.Annotate(NewViewer, fx.As(new(port.Viewer)))),
 		fx.Provide(
@@ -41,6 +43,26 @@ func Module() fx.Option {
 			plugin.AsMetrics((*Applications).Metrics),
 		),
 	)
+}
+
+// grantsIn is billing's port, when it is enabled.
+type grantsIn struct {
+	fx.In
+	Grants port.Grants `optional:"true"`
+}
+
+// newApplications is NewApplications with the welcome grant's port; a welcome grant without billing
+// stops start-up.
+func newApplications(db *gorm.DB, cfg Config, clock port.Clock, log *slog.Logger, d *plugin.Deployment,
+	enrolment port.Enrolment, limits port.Limits, mailer *Mailer, schemas *schema.Set, g grantsIn) (*Applications, error) {
+	if cfg.StarterCredits > 0 && g.Grants == nil {
+		return nil, errors.New("--onboarding-starter-credits needs the billing module: enable it (--modules) or set the grant to 0")
+	}
+	a := NewApplications(db, cfg, clock, log, d, enrolment, limits, mailer, schemas)
+	if g.Grants != nil {
+		a.UseGrants(g.Grants)
+	}
+	return a, nil
 }
 
 // Routes are the plane's pages and API, on the public listener, and the owner's pages.

@@ -76,6 +76,11 @@ func (a *Applications) Redeem(ctx context.Context, in RedemptionRequest, addr st
 		if err != nil {
 			return err
 		}
+		if orgID == "" {
+			if err := a.welcome(ctx, tx, row.ID, p.OrgID); err != nil {
+				return err
+			}
+		}
 		now := a.clock.Now()
 		row.State, row.PublicKey, row.AgentID, row.KeyID, row.OrgID, row.RedeemedAt, row.UpdatedAt =
 			StateRedeemed, &in.PublicKey, &p.AgentID, &p.KeyID, &p.OrgID, &now, now
@@ -103,6 +108,24 @@ func (a *Applications) Redeem(ctx context.Context, in RedemptionRequest, addr st
 		a.log.InfoContext(ctx, "invitation redeemed", "module", ID, "application_id", row.ID, "agent_id", *row.AgentID)
 	}
 	return a.identity(row), nil
+}
+
+// welcome grants the organisation orgID, which the redemption of application appID created on tx, the
+// starter credits (Config.StarterCredits), keyed by the application: the redemption commits with its
+// grant or not at all, and no retry grants twice.
+func (a *Applications) welcome(ctx context.Context, tx *gorm.DB, appID, orgID string) error {
+	if a.cfg.StarterCredits <= 0 {
+		return nil
+	}
+	if a.grants == nil {
+		return errors.New("welcome grant: --onboarding-starter-credits needs the billing module")
+	}
+	_, _, err := a.grants.Grant(ctx, tx, port.Grant{OrgID: orgID, Credits: a.cfg.StarterCredits,
+		Reason: "welcome grant: onboarding application " + appID, Key: "onboarding:welcome:" + appID})
+	if err != nil {
+		return fmt.Errorf("welcome grant: %w", err)
+	}
+	return nil
 }
 
 // redeemed decides an invitation whose application is not (or no longer) waiting for redemption: done

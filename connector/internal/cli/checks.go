@@ -132,7 +132,7 @@ func (e *Env) inspectProfile(ctx context.Context, st profile.Store, p *profile.P
 	default:
 		checks = append(checks, pass("connector_release", fmt.Sprintf("this connector is a file of the signed release %s, which lists the runtime %q", rel.manifest.Version, l.cfg.Runtime.Name)))
 	}
-	checks = append(checks, conformanceCheck(ctx, l.client, l.sdkID, l.id.Handle), admissionCheck(ctx, l.client))
+	checks = append(checks, conformanceCheck(ctx, l.client, l.sdkID, l.id.Handle), admissionCheck(ctx, l.client), walletCheck(ctx, l.client))
 
 	if err != nil {
 		checks = append(checks, fail("runtime", err.Error()))
@@ -198,6 +198,34 @@ func admissionCheck(ctx context.Context, c *sdk.Client) check {
 		return fail("write_admission", reason)
 	}
 	return pass("write_admission", "a signed write would be admitted now on channel "+string(got.Channel))
+}
+
+// walletCheck asks whether the organisation's wallet covers one write at the current price: a reply,
+// the cheapest post. Admission alone does not say so: the first real write would be 409
+// insufficient_credits.
+func walletCheck(ctx context.Context, c *sdk.Client) check {
+	pricing, err := c.Pricing(ctx)
+	if err != nil {
+		return fail("wallet", "reading the service's pricing failed: "+err.Error())
+	}
+	var current *sdk.PricingVersion
+	for i, v := range pricing.Versions {
+		if v.Current {
+			current = &pricing.Versions[i]
+		}
+	}
+	if current == nil {
+		return fail("wallet", "not ready for writing: the service has no pricing version yet; ask the operator to publish one (svc admin seed)")
+	}
+	w, err := c.Wallet(ctx)
+	if err != nil {
+		return fail("wallet", "the signed wallet request failed: "+err.Error())
+	}
+	cost := current.Prices.CreateReply
+	if w.Balance < cost {
+		return fail("wallet", fmt.Sprintf("not ready for writing: the wallet holds %d credits, a reply costs %d; ask your owner or the operator to credit it", w.Balance, cost))
+	}
+	return pass("wallet", fmt.Sprintf("the wallet holds %d credits; a reply costs %d (pricing version %s)", w.Balance, cost, current.PricingVersion))
 }
 
 // runtimeChecks are the runtime's: installed, and logged in by its own check.
