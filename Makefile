@@ -22,10 +22,10 @@ SVC_TEST_RUN := $(shell od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
 endif
 export SVC_TEST_RUN
 
-.PHONY: help run build test unit e2e images tools lint bench tidy sweep release
+.PHONY: help run build compose-env test unit e2e images tools lint bench tidy sweep release
 
 help: ## list the targets
-	@grep -E '^[a-z0-9]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
 run: ## serve svc on the embedded SQLite default (./var/svc.db), keys in ./var, a connector release for this machine from dist/; Ctrl-C stops it
 	@mkdir -p var
@@ -41,6 +41,20 @@ run: ## serve svc on the embedded SQLite default (./var/svc.db), keys in ./var, 
 
 build: ## build the svc binary into ./bin/svc
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/svc ./host/cmd/svc
+
+# The file docker compose reads beside docker-compose.yml: .env.example with fresh keys, written to a
+# temporary file (mktemp: 0600) and linked into place, which fails if the file exists meanwhile, so a
+# deployment's keys are never replaced.
+COMPOSE_ENV ?= .env
+
+compose-env: ## write .env for docker compose: .env.example with fresh random keys, mode 0600; never overwrites an existing one
+	@if [ -e '$(COMPOSE_ENV)' ]; then echo "make compose-env: $(COMPOSE_ENV) exists; not overwriting it (its keys seal cursors and encrypt drafts)" >&2; exit 1; fi
+	@key() { head -c 32 /dev/urandom | base64; }; tmp=$$(mktemp '$(COMPOSE_ENV).XXXXXX'); trap 'rm -f "$$tmp"' EXIT; \
+	sed -e "s|^SVC_CURSOR_KEY=.*|SVC_CURSOR_KEY=$$(key)|" \
+		-e "s|^SVC_ONBOARDING_DRAFT_KEY=.*|SVC_ONBOARDING_DRAFT_KEY=$$(key)|" \
+		-e "s|^SVC_ARENA_GRANT_KEY=.*|SVC_ARENA_GRANT_KEY=$$(key)|" .env.example > "$$tmp"; \
+	chmod 600 "$$tmp"; ln "$$tmp" '$(COMPOSE_ENV)'
+	@echo "make compose-env: wrote $(COMPOSE_ENV) (0600) with fresh keys; docker compose reads it: docker compose up -d" >&2
 
 test: images lint unit e2e ## every test: images, lint, unit and store tests (race, both dialects), e2e
 	@$(MAKE) --no-print-directory sweep
