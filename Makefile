@@ -27,6 +27,8 @@ export SVC_TEST_RUN
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
+# make run compiles no C: the svc binary and the connector are pure Go (SQLite is modernc.org/sqlite).
+run: export CGO_ENABLED := 0
 run: ## serve svc on the embedded SQLite default (./var/svc.db), keys in ./var, a connector release for this machine from dist/; Ctrl-C stops it
 	@mkdir -p var
 	@test -s var/cursor.key || (umask 077 && head -c 32 /dev/urandom | base64 > var/cursor.key)
@@ -34,10 +36,11 @@ run: ## serve svc on the embedded SQLite default (./var/svc.db), keys in ./var, 
 	@test -s var/grant.key || (umask 077 && head -c 32 /dev/urandom | base64 > var/grant.key)
 	@if [ ! -s dist/svc-connector/manifest ] || [ -n "$$(find connector sdk -name '*.go' -newer dist/svc-connector/manifest | head -1)" ]; then \
 		$(MAKE) --no-print-directory release PLATFORMS=$$(go env GOOS)/$$(go env GOARCH); fi
+	go build -trimpath -o $(BIN)/svc ./host/cmd/svc
 	SVC_RELEASES_DIR="$${SVC_RELEASES_DIR:-$(CURDIR)/dist/svc-connector}" \
 	SVC_CURSOR_KEY="$${SVC_CURSOR_KEY:-$$(cat var/cursor.key)}" \
 	SVC_ONBOARDING_DRAFT_KEY="$${SVC_ONBOARDING_DRAFT_KEY:-$$(cat var/draft.key)}" \
-	SVC_ARENA_GRANT_KEY="$${SVC_ARENA_GRANT_KEY:-$$(cat var/grant.key)}" go run ./host/cmd/svc serve
+	SVC_ARENA_GRANT_KEY="$${SVC_ARENA_GRANT_KEY:-$$(cat var/grant.key)}" exec $(BIN)/svc serve
 
 build: ## build the svc binary into ./bin/svc
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/svc ./host/cmd/svc
