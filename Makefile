@@ -22,11 +22,13 @@ SVC_TEST_RUN := $(shell od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
 endif
 export SVC_TEST_RUN
 
-.PHONY: help run build test unit e2e images tools lint bench tidy sweep release
+.PHONY: help run build compose-env test unit e2e images tools lint bench tidy sweep release
 
 help: ## list the targets
-	@grep -E '^[a-z0-9]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
+# make run compiles no C: the svc binary and the connector are pure Go (SQLite is modernc.org/sqlite).
+run: export CGO_ENABLED := 0
 run: ## serve svc on the embedded SQLite default (./var/svc.db), keys in ./var, a connector release for this machine from dist/; Ctrl-C stops it
 	@mkdir -p var
 	@test -s var/cursor.key || (umask 077 && head -c 32 /dev/urandom | base64 > var/cursor.key)
@@ -34,14 +36,29 @@ run: ## serve svc on the embedded SQLite default (./var/svc.db), keys in ./var, 
 	@test -s var/grant.key || (umask 077 && head -c 32 /dev/urandom | base64 > var/grant.key)
 	@if [ ! -s dist/svc-connector/manifest ] || [ -n "$$(find connector sdk -name '*.go' -newer dist/svc-connector/manifest | head -1)" ]; then \
 		$(MAKE) --no-print-directory release PLATFORMS=$$(go env GOOS)/$$(go env GOARCH); fi
+	go build -trimpath -o $(BIN)/svc ./host/cmd/svc
 	SVC_SEED="$${SVC_SEED:-true}" SVC_ONBOARDING_STARTER_CREDITS="$${SVC_ONBOARDING_STARTER_CREDITS:-100}" \
 	SVC_RELEASES_DIR="$${SVC_RELEASES_DIR:-$(CURDIR)/dist/svc-connector}" \
 	SVC_CURSOR_KEY="$${SVC_CURSOR_KEY:-$$(cat var/cursor.key)}" \
 	SVC_ONBOARDING_DRAFT_KEY="$${SVC_ONBOARDING_DRAFT_KEY:-$$(cat var/draft.key)}" \
-	SVC_ARENA_GRANT_KEY="$${SVC_ARENA_GRANT_KEY:-$$(cat var/grant.key)}" go run ./host/cmd/svc serve
+	SVC_ARENA_GRANT_KEY="$${SVC_ARENA_GRANT_KEY:-$$(cat var/grant.key)}" exec $(BIN)/svc serve
 
 build: ## build the svc binary into ./bin/svc
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/svc ./host/cmd/svc
+
+# The file docker compose reads beside docker-compose.yml: .env.example with fresh keys, written to a
+# temporary file (mktemp: 0600) and linked into place, which fails if the file exists meanwhile, so a
+# deployment's keys are never replaced.
+COMPOSE_ENV ?= .env
+
+compose-env: ## write .env for docker compose: .env.example with fresh random keys, mode 0600; never overwrites an existing one
+	@if [ -e '$(COMPOSE_ENV)' ]; then echo "make compose-env: $(COMPOSE_ENV) exists; not overwriting it (its keys seal cursors and encrypt drafts)" >&2; exit 1; fi
+	@key() { head -c 32 /dev/urandom | base64; }; tmp=$$(mktemp '$(COMPOSE_ENV).XXXXXX'); trap 'rm -f "$$tmp"' EXIT; \
+	sed -e "s|^SVC_CURSOR_KEY=.*|SVC_CURSOR_KEY=$$(key)|" \
+		-e "s|^SVC_ONBOARDING_DRAFT_KEY=.*|SVC_ONBOARDING_DRAFT_KEY=$$(key)|" \
+		-e "s|^SVC_ARENA_GRANT_KEY=.*|SVC_ARENA_GRANT_KEY=$$(key)|" .env.example > "$$tmp"; \
+	chmod 600 "$$tmp"; ln "$$tmp" '$(COMPOSE_ENV)'
+	@echo "make compose-env: wrote $(COMPOSE_ENV) (0600) with fresh keys; docker compose reads it: docker compose up -d" >&2
 
 test: images lint unit e2e ## every test: images, lint, unit and store tests (race, both dialects), e2e
 	@$(MAKE) --no-print-directory sweep

@@ -13,21 +13,23 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/svcforum/svc/database/internal/sqlitedialect"
 )
 
 // sqliteDialector is gorm's SQLite dialector over modernc.org/sqlite, the maintained pure-Go SQLite (no
 // cgo): its rows honour their context while they are read, so a long query is interrupted at its
-// deadline. gorm's error translator reads the cgo driver's errors, so modernc's are translated here.
+// deadline. The dialector is upstream's without its link to the cgo driver (internal/sqlitedialect);
+// modernc's errors are translated here.
 type sqliteDialector struct {
-	*sqlite.Dialector
+	*sqlitedialect.Dialector
 }
 
 func newSQLite(pool gorm.ConnPool) gorm.Dialector {
-	return sqliteDialector{&sqlite.Dialector{DriverName: "sqlite", Conn: pool}}
+	return sqliteDialector{&sqlitedialect.Dialector{DriverName: "sqlite", Conn: pool}}
 }
 
 // SQLite's own lower() folds ASCII letters only, so a case-insensitive match (LOWER(name) LIKE ...) of

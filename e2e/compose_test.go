@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -169,5 +171,47 @@ func TestCompose(t *testing.T) {
 	conf := jsonBody(t, "conformance", signedSend(t, ctx, id, http.MethodPost, edge, "/conformance", "compose-conf-1", `{"echo":"compose"}`), 200)
 	if conf["agent_id"] != agent || conf["key_id"] != keyID || conf["org_id"] != org || conf["echo"] != "compose" {
 		t.Fatalf("conformance: %v", conf)
+	}
+}
+
+// Compose itself requires no secret: config and down work in a shell that has none of svc's keys and no
+// .env (an empty --env-file stands in for the checkout's, should there be one). Compose interpolates the
+// whole file for every command, so exec and logs do too. svc refuses to start without the keys
+// (host's TestBadConfigurationStopsWithOneLine).
+func TestComposeNeedsNoSecretsToConfigureOrTakeDown(t *testing.T) {
+	t.Parallel()
+	bin, err := exec.LookPath("docker-compose")
+	if err != nil {
+		t.Fatalf("docker-compose is not installed (%v): run `make tools`", err)
+	}
+	file, err := filepath.Abs(filepath.Join("..", "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(t.TempDir(), "empty.env")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SVC_CURSOR_KEY=") && !strings.HasPrefix(kv, "SVC_ONBOARDING_DRAFT_KEY=") && !strings.HasPrefix(kv, "SVC_ARENA_GRANT_KEY=") {
+			env = append(env, kv)
+		}
+	}
+	suffix := make([]byte, 4)
+	rand.Read(suffix)
+	p := &composeProject{bin: bin, file: file, labels: runLabels(t), name: "svce2enokeys" + hex.EncodeToString(suffix), env: env}
+	ctx, cancel := context.WithTimeout(t.Context(), composeDownTimeout)
+	t.Cleanup(cancel)
+	out, err := p.run(ctx, "--env-file", empty, "config")
+	if err != nil {
+		t.Fatalf("config without the keys: %v", err)
+	}
+	// The official PostgreSQL image is the default; the keys are passed on empty, for svc to refuse.
+	if !strings.Contains(out, "image: postgres:15") && os.Getenv("SVC_POSTGRES_IMAGE") == "" {
+		t.Errorf("config: the PostgreSQL image is not postgres:15 by default:\n%s", out)
+	}
+	if _, err := p.run(ctx, "--env-file", empty, "down", "-v", "--remove-orphans"); err != nil {
+		t.Fatalf("down without the keys: %v", err)
 	}
 }

@@ -13,14 +13,40 @@ import (
 	"time"
 )
 
-// The built binary serves on the SQLite default; `svc health` says it is ready. On SIGTERM it turns
-// not ready while it still answers (the lame-duck period), then drains and exits 0.
-func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
+// buildServer builds the svc binary as make build and make run do, without cgo, and checks that no C
+// SQLite is linked into it: gorm's SQLite dialector once pulled github.com/mattn/go-sqlite3 in, whose
+// C amalgamation took most of a cold make run to compile. svc's SQLite is modernc.org/sqlite.
+func buildServer(t *testing.T) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "svc")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/svc")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/svc")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		t.Fatalf("CGO_ENABLED=0 go build: %v\n%s", err, out)
 	}
+	out, err := exec.Command("go", "version", "-m", bin).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go version -m: %v\n%s", err, out)
+	}
+	info := string(out)
+	for _, dep := range []string{"github.com/mattn/go-sqlite3", "gorm.io/driver/sqlite"} {
+		if strings.Contains(info, "\t"+dep+"\t") {
+			t.Errorf("the svc binary links %s", dep)
+		}
+	}
+	for _, want := range []string{"\tmodernc.org/sqlite\t", "\tbuild\tCGO_ENABLED=0\n"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("go version -m lacks %q:\n%s", strings.TrimSpace(want), info)
+		}
+	}
+	return bin
+}
+
+// The built binary serves on the SQLite default; `svc health` says it is ready. On SIGTERM it turns
+// not ready while it still answers (the lame-duck period), then drains and exits 0. With no
+// SVC_AGENT_EDGE_URL, agents are handed the edge listener's own address, which it logs.
+func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
+	bin := buildServer(t)
 	dir := t.TempDir()
 	cmd := exec.Command(bin, "serve")
 	cmd.Dir = dir
@@ -50,9 +76,9 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 		}
 		close(lines)
 	}()
-	var public string
+	var public, edge, handed string
 	deadline := time.After(30 * time.Second)
-	for public == "" {
+	for public == "" || handed == "" {
 		select {
 		case m, ok := <-lines:
 			if !ok {
@@ -61,12 +87,20 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 			if strings.HasPrefix(m["msg"].(string), "not json") {
 				t.Fatalf("log line is not JSON: %v", m["msg"])
 			}
-			if m["msg"] == "listening" && m["listener"] == ListenerPublic {
+			switch {
+			case m["msg"] == "listening" && m["listener"] == ListenerPublic:
 				public = m["addr"].(string)
+			case m["msg"] == "listening" && m["listener"] == ListenerAgentEdge:
+				edge = m["addr"].(string)
+			case m["msg"] == "agents are handed" && m["channel"] == "edge":
+				handed, _ = m["agent_api"].(string)
 			}
 		case <-deadline:
 			t.Fatal("svc did not start listening")
 		}
+	}
+	if want := "http://" + edge + "/agent-api/v1"; handed != want {
+		t.Fatalf("agents are handed %q, want the edge listener's %q", handed, want)
 	}
 	for _, path := range []string{"/health/live", "/health/ready", "/.well-known/svc"} {
 		if res := do(t, "GET", "http://"+public+path, nil); res.status != 200 {

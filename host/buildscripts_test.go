@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/svcforum/svc/contracts/cursor"
 )
 
 // buildDir is the repository's build scripts, beside this module.
@@ -152,5 +154,47 @@ func TestBuildScriptsNameNoPackageMirror(t *testing.T) {
 				t.Errorf("%s:%d names the package archive %s", path, i+1, m)
 			}
 		}
+	}
+}
+
+// make compose-env writes the file docker compose reads, 0600, from .env.example with a fresh key in
+// each secret (base64 of 32 bytes, a cursor key svc accepts), and never overwrites one.
+func TestComposeEnvWritesFreshKeysOnce(t *testing.T) {
+	file := filepath.Join(t.TempDir(), ".env")
+	run := func() (string, error) {
+		cmd := exec.Command("make", "-s", "-C", "..", "compose-env", "COMPOSE_ENV="+file)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run(); err != nil {
+		t.Fatalf("make compose-env: %v\n%s", err, out)
+	}
+	info, err := os.Stat(file)
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("the .env written: %v, %v", info, err)
+	}
+	first, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]string{}
+	for _, line := range strings.Split(string(first), "\n") {
+		if name, value, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(name, "#") {
+			keys[name] = value
+		}
+	}
+	for _, name := range []string{"SVC_CURSOR_KEY", "SVC_ONBOARDING_DRAFT_KEY", "SVC_ARENA_GRANT_KEY"} {
+		if _, err := cursor.ParseKeys(keys[name]); err != nil {
+			t.Errorf("%s=%q: %v", name, keys[name], err)
+		}
+	}
+	if keys["SVC_CURSOR_KEY"] == keys["SVC_ONBOARDING_DRAFT_KEY"] {
+		t.Error("two secrets share a key")
+	}
+	if out, err := run(); err == nil || !strings.Contains(out, "not overwriting") {
+		t.Fatalf("make compose-env over an existing .env: %v\n%s", err, out)
+	}
+	if again, _ := os.ReadFile(file); !bytes.Equal(again, first) {
+		t.Fatal("make compose-env changed an existing .env")
 	}
 }

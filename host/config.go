@@ -3,6 +3,7 @@ package host
 import (
 	"fmt"
 	"math"
+	"net"
 	"net/mail"
 	"net/netip"
 	"net/url"
@@ -27,7 +28,8 @@ type Config struct {
 	BaseURL          string
 	// AgentEdgeURL and AgentPrivateURL are the public addresses of the agent channels, as agents reach
 	// them (behind whatever proxy fronts them): an agent receives them with its identity, since the
-	// agent plane's address is never published (spec section 1.4). Empty: not handed out.
+	// agent plane's address is never published (spec section 1.4). Empty: derived from the channel's
+	// listener and the base URL (agentURL), so that a moved listener is what agents are handed.
 	AgentEdgeURL    string
 	AgentPrivateURL string
 	TrustedProxies  []string
@@ -83,7 +85,6 @@ func DefaultConfig() Config {
 		AgentEdgeAddr:   ":8081",
 		AdminAddr:       "127.0.0.1:9090",
 		BaseURL:         "http://localhost:8080",
-		AgentEdgeURL:    "http://localhost:8081",
 		PublicRate:      30,
 		PublicBurst:     60,
 		ReadDB:          database.Options{MaxOpenConns: 4, MaxIdleConns: 4, ConnMaxLifetime: 30 * time.Minute, ConnMaxIdleTime: 5 * time.Minute, BusyTimeout: 5 * time.Second, Timeout: 2 * time.Second, SlowThreshold: 500 * time.Millisecond},
@@ -135,8 +136,8 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "admin-addr", Value: d.AdminAddr, Sources: env("SVC_ADMIN_ADDR"), Category: "listeners", Usage: "local admin listener: /metrics and health"},
 		&cli.BoolFlag{Name: "pprof", Sources: env("SVC_PPROF"), Category: "listeners", Usage: "serve Go's runtime profiles (pprof) under /debug/pprof/ on the admin listener"},
 		&cli.StringFlag{Name: "base-url", Value: d.BaseURL, Sources: env("SVC_BASE_URL"), Category: "listeners", Usage: "absolute URL of the public listener, used in published links"},
-		&cli.StringFlag{Name: "agent-edge-url", Value: d.AgentEdgeURL, Sources: env("SVC_AGENT_EDGE_URL"), Category: "listeners", Usage: "absolute URL at which agents reach the agent edge; never published, handed to an agent with its identity (agent_api)"},
-		&cli.StringFlag{Name: "agent-private-url", Sources: env("SVC_AGENT_PRIVATE_URL"), Category: "listeners", Usage: "absolute URL at which agents on the private network reach it (with --agent-private-addr)"},
+		&cli.StringFlag{Name: "agent-edge-url", Value: d.AgentEdgeURL, Sources: env("SVC_AGENT_EDGE_URL"), Category: "listeners", Usage: "absolute URL at which agents reach the agent edge; never published, handed to an agent with its identity (agent_api); default: the base URL's scheme and host with the --agent-edge-addr listener's port (its host too, unless it listens on every interface)"},
+		&cli.StringFlag{Name: "agent-private-url", Sources: env("SVC_AGENT_PRIVATE_URL"), Category: "listeners", Usage: "absolute URL at which agents on the private network reach it (with --agent-private-addr); default: derived from --agent-private-addr as --agent-edge-url is from --agent-edge-addr"},
 		&cli.StringFlag{Name: "operator-email", Sources: env("SVC_OPERATOR_EMAIL"), Category: "operations", Usage: "the operator's mail address: told when an application waits for approval (empty tells nobody)"},
 		&cli.FloatFlag{Name: "public-rate", Value: d.PublicRate, Sources: env("SVC_PUBLIC_RATE"), Category: "listeners", Usage: "public listener: requests per second per client address (429 beyond the burst)"},
 		&cli.IntFlag{Name: "public-burst", Value: d.PublicBurst, Sources: env("SVC_PUBLIC_BURST"), Category: "listeners", Usage: "public listener: requests a client address may send at once above its rate"},
@@ -302,16 +303,43 @@ func absoluteURL(s string) bool {
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.RawQuery == "" && u.Fragment == ""
 }
 
-// AgentAPI returns the agent plane's base URL on each enabled channel whose address is set.
+// AgentAPI returns the agent plane's base URL on each enabled channel: its URL setting, or the URL
+// derived from its listener's configured address (agentURL). The serving process corrects a derived
+// URL to the address its listener is bound to (handAgentAPI), for a listener on port 0.
 func (c Config) AgentAPI() map[string]string {
 	out := map[string]string{}
-	if c.AgentEdgeURL != "" {
-		out[plugin.ChannelEdge] = c.AgentEdgeURL + plugin.AgentPrefix
+	if u := agentURL(c.AgentEdgeURL, c.BaseURL, c.AgentEdgeAddr); u != "" {
+		out[plugin.ChannelEdge] = u + plugin.AgentPrefix
 	}
-	if c.AgentPrivateAddr != "" && c.AgentPrivateURL != "" {
-		out[plugin.ChannelPrivate] = c.AgentPrivateURL + plugin.AgentPrefix
+	if c.AgentPrivateAddr != "" {
+		if u := agentURL(c.AgentPrivateURL, c.BaseURL, c.AgentPrivateAddr); u != "" {
+			out[plugin.ChannelPrivate] = u + plugin.AgentPrefix
+		}
 	}
 	return out
+}
+
+// agentURL is the URL agents are handed for an agent listener at addr: set when its setting is, or
+// else the base URL's scheme; the listener's host, or the base URL's host when the listener listens on
+// every interface (no host, 0.0.0.0 or ::); and the listener's port. So moving only the listener
+// (SVC_AGENT_EDGE_ADDR=:9081) moves what agents are handed (http://localhost:9081 under the default
+// base URL). "" when addr or base cannot be read.
+func agentURL(set, base, addr string) string {
+	if set != "" {
+		return set
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Hostname() == "" {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		return ""
+	}
+	if ip, err := netip.ParseAddr(host); host == "" || err == nil && ip.IsUnspecified() {
+		host = u.Hostname()
+	}
+	return u.Scheme + "://" + net.JoinHostPort(host, port)
 }
 
 func splitList(s string) []string {

@@ -235,20 +235,31 @@ func (c Config) httpServer(addr string, h http.Handler, log *slog.Logger) *http.
 
 // registerServers binds every listener at start (so a taken port fails start-up) and, at stop, stops
 // accepting and waits for in-flight requests up to the shutdown timeout.
-func registerServers(lc fx.Lifecycle, cfg Config, ls *Listeners, log *slog.Logger, shutdown fx.Shutdowner) {
+func registerServers(lc fx.Lifecycle, cfg Config, ls *Listeners, d *plugin.Deployment, log *slog.Logger, shutdown fx.Shutdowner) {
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
+			// Every listener is bound before any serves, so that the agent plane's addresses are those
+			// of the bound listeners before a request can be handed one.
 			var lcfg net.ListenConfig
-			for _, s := range ls.servers {
+			lns := make([]net.Listener, len(ls.servers))
+			for i, s := range ls.servers {
 				ln, err := lcfg.Listen(ctx, "tcp", s.srv.Addr)
 				if err != nil {
+					for _, l := range lns[:i] {
+						_ = l.Close()
+					}
 					ls.close()
 					return fmt.Errorf("listen %s on %s: %w", s.name, s.srv.Addr, err)
 				}
+				lns[i] = ln
 				s.mu.Lock()
 				s.bound = ln.Addr()
 				s.mu.Unlock()
 				log.Info("listening", "listener", s.name, "addr", ln.Addr().String())
+			}
+			handAgentAPI(cfg, ls, d, log)
+			for i, s := range ls.servers {
+				ln := lns[i]
 				go func() {
 					if err := s.srv.Serve(headListener{ln}); err != nil && !errors.Is(err, http.ErrServerClosed) {
 						log.Error("listener stopped", "listener", s.name, "error", err)
@@ -276,6 +287,30 @@ func registerServers(lc fx.Lifecycle, cfg Config, ls *Listeners, log *slog.Logge
 			return errors.Join(errs...)
 		},
 	})
+}
+
+// handAgentAPI sets the agent plane's address on each channel whose URL is not set to the one derived
+// from its bound listener (a listener on port 0 is bound to a port only now), and logs the address
+// agents are handed on each channel.
+func handAgentAPI(cfg Config, ls *Listeners, d *plugin.Deployment, log *slog.Logger) {
+	channels := []struct{ channel, listener, set string }{
+		{plugin.ChannelEdge, ListenerAgentEdge, cfg.AgentEdgeURL},
+		{plugin.ChannelPrivate, ListenerAgentPrivate, cfg.AgentPrivateURL},
+	}
+	for _, ch := range channels {
+		bound := ls.Addr(ch.listener)
+		if bound == "" {
+			continue
+		}
+		from := "setting"
+		if ch.set == "" {
+			from = "listener"
+			if u := agentURL("", cfg.BaseURL, bound); u != "" && d.AgentAPI != nil {
+				d.AgentAPI[ch.channel] = u + plugin.AgentPrefix
+			}
+		}
+		log.Info("agents are handed", "channel", ch.channel, "agent_api", d.AgentAPI[ch.channel], "from", from)
+	}
 }
 
 func (l *Listeners) close() {

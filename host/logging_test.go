@@ -96,6 +96,10 @@ func TestAccessLog(t *testing.T) {
 	if line["agent_id"] != id.agentID || line["code"] != "validation_failed" || line["status"] != 422.0 {
 		t.Fatalf("access log line: %v", line)
 	}
+	// The time a request took is in milliseconds, a number with its fraction.
+	if took, ok := line["took_ms"].(float64); !ok || took <= 0 || line["took"] != nil {
+		t.Fatalf("access log line's took_ms: %v", line)
+	}
 
 	// A secret in the path (a status link's token) is never written.
 	secret := strings.Repeat("s3cr3t", 7) + "x"

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"log/slog"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -82,7 +84,7 @@ func newRegistry(p registryParams) (*prometheus.Registry, *httpMetrics, error) {
 		return nil, nil, err
 	}
 	for _, c := range append([]prometheus.Collector{
-		m.requests, m.duration, m.signed,
+		m.requests, m.duration, m.signed, buildInfo(),
 		collectors.NewDBStatsCollector(sqlDB, "svc"),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -101,6 +103,36 @@ func newRegistry(p registryParams) (*prometheus.Registry, *httpMetrics, error) {
 		}
 	}
 	return reg, m, nil
+}
+
+// buildInfo is svc_build_info, 1, labelled with the binary's release (Version), the Go release that
+// built it and the commit it was built from (vcs.revision, "-dirty" when the tree had changes; empty
+// when the build did not record it, as with -buildvcs=false), so that a dashboard tells which build
+// each replica runs.
+func buildInfo() prometheus.Collector {
+	goVersion, revision := runtime.Version(), ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		goVersion = bi.GoVersion
+		var modified bool
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				revision = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+		if revision != "" && modified {
+			revision += "-dirty"
+		}
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "svc_build_info",
+		Help:        "Always 1, labelled with the svc release, the Go release that built the binary and its commit.",
+		ConstLabels: prometheus.Labels{"version": Version, "go_version": goVersion, "revision": revision},
+	})
+	g.Set(1)
+	return g
 }
 
 // metricsHandler serves the registry. A collector that fails (the job queue's, when the database does

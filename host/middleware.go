@@ -120,7 +120,7 @@ func observe(listener string, log *slog.Logger, m *httpMetrics) gin.HandlerFunc 
 			slog.String("path", loggedPath(c)),
 			slog.Int("status", status),
 			slog.Int("bytes", c.Writer.Size()),
-			slog.Duration("took", took),
+			slog.Float64("took_ms", float64(took)/float64(time.Millisecond)),
 			slog.String("request_id", render.RequestID(c)),
 			slog.String("client", c.ClientIP()),
 		}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -82,6 +83,17 @@ func wantSample(t *testing.T, families map[string]*dto.MetricFamily, name, label
 	got, ok := sample(families, name, label, value)
 	if got != want || (!ok && want != 0) {
 		t.Fatalf("%s{%s=%q} = %v (present %v), want %v", name, label, value, got, ok, want)
+	}
+}
+
+// svc_build_info says which build serves: 1, labelled with the release and the Go release.
+func TestBuildInfoMetric(t *testing.T) {
+	r := start(t, testConfig(t, "sqlite"), allModules(t))
+	got := scrape(t, r)
+	wantSample(t, got, "svc_build_info", "version", Version, 1)
+	wantSample(t, got, "svc_build_info", "go_version", runtime.Version(), 1)
+	if f := got["svc_build_info"]; f == nil || len(f.GetMetric()) != 1 || len(f.GetMetric()[0].GetLabel()) != 3 {
+		t.Fatalf("svc_build_info: %v", f)
 	}
 }
 

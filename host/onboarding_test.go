@@ -451,8 +451,10 @@ func TestOnboardingFlow(t *testing.T) {
 			if got["handle"] != handle || got["agent_id"] == "" || got["key_id"] == "" || got["org_id"] == "" {
 				t.Fatalf("redemption: %v", got)
 			}
-			if api, _ := got["agent_api"].(map[string]any); len(api) != 1 || api["edge"] != s.cfg.AgentEdgeURL+plugin.AgentPrefix {
-				t.Fatalf("agent_api %v, want the edge %s", got["agent_api"], s.cfg.AgentEdgeURL+plugin.AgentPrefix)
+			// No URL is set: each channel's address is its bound listener's.
+			private := "http://" + s.run.listeners.Addr(ListenerAgentPrivate)
+			if api, _ := got["agent_api"].(map[string]any); len(api) != 2 || api["edge"] != s.edge+plugin.AgentPrefix || api["private"] != private+plugin.AgentPrefix {
+				t.Fatalf("agent_api %v, want the edge %s and the private channel %s", got["agent_api"], s.edge+plugin.AgentPrefix, private+plugin.AgentPrefix)
 			}
 			id := identity{orgID: got["org_id"].(string), agentID: got["agent_id"].(string), keyID: got["key_id"].(string)}
 			id.signer = signer.New(id.agentID, id.keyID, key)

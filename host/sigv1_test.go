@@ -179,6 +179,16 @@ func TestIdentityCommands(t *testing.T) {
 	if api, _ := created["agent_api"].(map[string]any); len(api) != 2 || api["edge"] != "https://agents.example.test/agent-api/v1" || api["private"] != "http://10.0.0.5:8082/agent-api/v1" {
 		t.Fatalf("agent create: agent_api %v", created["agent_api"])
 	}
+	// With no URL set, each channel's address follows its listener: the base URL's scheme and host, the
+	// listener's port; the listener's host when it is not every interface.
+	moved := sqliteEnv(t)
+	moved["SVC_DATABASE_URL"] = env["SVC_DATABASE_URL"]
+	moved["SVC_AGENT_EDGE_ADDR"] = ":9181"
+	moved["SVC_AGENT_PRIVATE_ADDR"] = "10.0.0.5:9182"
+	created = admin(t, moved, "agent", "create", "--org", org, "--handle", "acme-moved")
+	if api, _ := created["agent_api"].(map[string]any); len(api) != 2 || api["edge"] != "http://localhost:9181/agent-api/v1" || api["private"] != "http://10.0.0.5:9182/agent-api/v1" {
+		t.Fatalf("agent create with the listeners moved: agent_api %v", created["agent_api"])
+	}
 
 	seed := sha256.Sum256([]byte("identity commands"))
 	private := ed25519.NewKeyFromSeed(seed[:])

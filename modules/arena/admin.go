@@ -21,11 +21,11 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 		Commands: []*cli.Command{
 			{
 				Name:  "match",
-				Usage: "open, show and close matches",
+				Usage: "create, show and close matches",
 				Commands: []*cli.Command{
 					{
 						Name: "create",
-						Usage: "open a match whose seats are held by agents, granting tickets inside its window; each seat gets a start intent: " +
+						Usage: "create a match whose seats are held by agents, granting tickets inside its window; each seat gets a start intent: " +
 							"prints the match: match_id, its window, seats and intents",
 						Flags: []cli.Flag{
 							&cli.StringSliceFlag{Name: "seat", Usage: "a seat, NAME=AGENT_ID (NAME: 1..64 of A-Z a-z 0-9 _ -); repeat for each seat", Required: true},
