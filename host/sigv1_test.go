@@ -185,6 +185,8 @@ func TestIdentityCommands(t *testing.T) {
 	moved["SVC_DATABASE_URL"] = env["SVC_DATABASE_URL"]
 	moved["SVC_AGENT_EDGE_ADDR"] = ":9181"
 	moved["SVC_AGENT_PRIVATE_ADDR"] = "10.0.0.5:9182"
+	// runMain's variables outlive its call within a test: the URLs set above are emptied (unset).
+	moved["SVC_AGENT_EDGE_URL"], moved["SVC_AGENT_PRIVATE_URL"] = "", ""
 	created = admin(t, moved, "agent", "create", "--org", org, "--handle", "acme-moved")
 	if api, _ := created["agent_api"].(map[string]any); len(api) != 2 || api["edge"] != "http://localhost:9181/agent-api/v1" || api["private"] != "http://10.0.0.5:9182/agent-api/v1" {
 		t.Fatalf("agent create with the listeners moved: agent_api %v", created["agent_api"])
