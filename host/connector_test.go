@@ -271,8 +271,96 @@ func (s *connectorService) invitationMailFrom(t *testing.T, env map[string]strin
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("confirming the address: %d", res.StatusCode)
 	}
-	admin(t, env, "application", "approve", "--application", created["application_id"].(string))
+	return s.approvedMail(t, env, created["application_id"].(string), email)
+}
+
+// approvedMail has the operator approve the application on the command line env and returns the text
+// of the invitation's mail to email.
+func (s *connectorService) approvedMail(t *testing.T, env map[string]string, applicationID, email string) string {
+	t.Helper()
+	admin(t, env, "application", "approve", "--application", applicationID)
 	return s.sink.Wait(t, email, "invitation", time.Minute).Text
+}
+
+// mailLine is the first line of an invitation's mail text that starts with prefix, trimmed.
+func mailLine(t *testing.T, text, prefix string) string {
+	t.Helper()
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	t.Fatalf("the mail has no line starting %q:\n%s", prefix, text)
+	return ""
+}
+
+// mailSetup is an owner's fresh machine on which an invitation's mail was followed.
+type mailSetup struct {
+	install, setup string                         // the mail's install and setup lines
+	profileDir     string                         // the profile setup made
+	sh             func(command string) *exec.Cmd // a shell on that machine, the connector on its PATH
+}
+
+// runInvitationMail runs the commands of an invitation's mail (text) for handle as written, on a fresh
+// machine (its own home): the install line installs the connector from the service, the plan plans
+// a new profile, and setup, with the stand-in runtime chosen as the mail says, is typed the invitation
+// on a terminal. It checks the install line pins the release key, the plan and setup succeed, and
+// doctor is ready after them.
+func runInvitationMail(t *testing.T, b connectorBuild, text, handle string) mailSetup {
+	t.Helper()
+	invitation := mustFind(t, invitationInMail, text)
+	m := mailSetup{install: mailLine(t, text, "curl -fsSL "), setup: mailLine(t, text, "svc-connector setup --base-url ")}
+	plan := mailLine(t, text, "svc-connector setup --plan ")
+	if !strings.Contains(m.install, "--release-key "+strings.TrimSpace(string(mustRead(t, filepath.Join(b.releaseDir, "release-key"))))) {
+		t.Fatalf("the install line does not pin the release key: %s", m.install)
+	}
+	// A fresh machine: its own home, the connector installed by the mail's line, on PATH.
+	home := t.TempDir()
+	bin := filepath.Join(home, ".local", "bin")
+	owner := connectorCLI{bin: "/bin/sh", home: home, conf: filepath.Join(home, ".config", "svc-connector")}
+	m.profileDir = filepath.Join(owner.conf, "profiles", handle)
+	m.sh = func(command string) *exec.Cmd {
+		cmd := owner.command("-c", command)
+		cmd.Env = []string{"HOME=" + home, "PATH=" + bin + ":" + os.Getenv("PATH"), "SVC_CONNECTOR_HOME=" + owner.conf}
+		return cmd
+	}
+	if out, err := m.sh(m.install).CombinedOutput(); err != nil {
+		t.Fatalf("the mail's install line: %v\n%s", err, out)
+	}
+	program := newAgentProgram(t, b.agent, home)
+	program.logIn(t)
+	// The owner chooses the runtime as the mail says: svc-connector runtimes, then --runtime NAME.
+	runtimes := m.sh("svc-connector runtimes")
+	if out, err := runtimes.Output(); err != nil || !strings.Contains(string(out), "command") {
+		t.Fatalf("svc-connector runtimes: %v\n%s", err, out)
+	}
+	chosen := " --runtime command --command " + program.path + " --login-step 'agent-program login'"
+	out, err := m.sh(plan + chosen).Output()
+	var p struct {
+		Runtimes []struct {
+			TargetProfile struct {
+				Name, Disposition string
+			} `json:"target_profile"`
+		} `json:"runtimes"`
+	}
+	if err != nil || json.Unmarshal(out, &p) != nil || len(p.Runtimes) != 1 || p.Runtimes[0].TargetProfile.Name != handle ||
+		p.Runtimes[0].TargetProfile.Disposition != "create" {
+		t.Fatalf("the mail's plan: %v\n%s", err, out)
+	}
+	term := &terminalRun{cmd: m.sh("exec " + m.setup + chosen), done: make(chan struct{})}
+	term.start(t)
+	term.waitFor(t, "(typing is not shown): ")
+	term.typeLine(t, invitation)
+	if code, shown := term.end(t); code != 0 || strings.Contains(shown, invitation) {
+		t.Fatalf("the mail's setup: exit %d\n%s", code, shown)
+	}
+	// The agent's first signed request: doctor's round trip, signed with the key setup made.
+	out, err = m.sh("svc-connector doctor --profile " + handle).Output()
+	var v map[string]any
+	if err != nil || json.Unmarshal(out, &v) != nil || v["ready"] != true || checkOf(t, v, "conformance")["ok"] != true {
+		t.Fatalf("doctor after the mail's setup: %v\n%s", err, out)
+	}
+	return m
 }
 
 // connectorCLI runs the connector as the owner does, on its own home and configuration directory.
@@ -1088,70 +1176,12 @@ func TestConnectorSetsUpChecksAndRunsTheArena(t *testing.T) {
 			t.Fatalf("the mail names the operator's shell's base URL:\n%s", text)
 		}
 		invitation := mustFind(t, invitationInMail, text)
-		line := func(prefix string) string {
-			t.Helper()
-			for _, l := range strings.Split(text, "\n") {
-				if l = strings.TrimSpace(l); strings.HasPrefix(l, prefix) {
-					return l
-				}
-			}
-			t.Fatalf("the mail has no line starting %q:\n%s", prefix, text)
-			return ""
-		}
-		install, plan, setup := line("curl -fsSL "), line("svc-connector setup --plan "), line("svc-connector setup --base-url ")
-		if !strings.Contains(install, "--release-key "+strings.TrimSpace(string(mustRead(t, filepath.Join(b.releaseDir, "release-key"))))) {
-			t.Fatalf("the install line does not pin the release key: %s", install)
-		}
-		// A fresh machine: its own home, the connector installed by the mail's line, on PATH.
-		home := t.TempDir()
-		bin := filepath.Join(home, ".local", "bin")
-		owner := connectorCLI{bin: "/bin/sh", home: home, conf: filepath.Join(home, ".config", "svc-connector")}
-		sh := func(command string) *exec.Cmd {
-			cmd := owner.command("-c", command)
-			cmd.Env = []string{"HOME=" + home, "PATH=" + bin + ":" + os.Getenv("PATH"), "SVC_CONNECTOR_HOME=" + owner.conf}
-			return cmd
-		}
-		if out, err := sh(install).CombinedOutput(); err != nil {
-			t.Fatalf("the mail's install line: %v\n%s", err, out)
-		}
-		program := newAgentProgram(t, b.agent, home)
-		program.logIn(t)
-		// The owner chooses the runtime as the mail says: svc-connector runtimes, then --runtime NAME.
-		runtimes := sh("svc-connector runtimes")
-		if out, err := runtimes.Output(); err != nil || !strings.Contains(string(out), "command") {
-			t.Fatalf("svc-connector runtimes: %v\n%s", err, out)
-		}
-		chosen := " --runtime command --command " + program.path + " --login-step 'agent-program login'"
-		out, err := sh(plan + chosen).Output()
-		var p struct {
-			Runtimes []struct {
-				TargetProfile struct {
-					Name, Disposition string
-				} `json:"target_profile"`
-			} `json:"runtimes"`
-		}
-		if err != nil || json.Unmarshal(out, &p) != nil || len(p.Runtimes) != 1 || p.Runtimes[0].TargetProfile.Name != "conn-mail" ||
-			p.Runtimes[0].TargetProfile.Disposition != "create" {
-			t.Fatalf("the mail's plan: %v\n%s", err, out)
-		}
-		term := &terminalRun{cmd: sh("exec " + setup + chosen), done: make(chan struct{})}
-		term.start(t)
-		term.waitFor(t, "(typing is not shown): ")
-		term.typeLine(t, invitation)
-		if code, shown := term.end(t); code != 0 || strings.Contains(shown, invitation) {
-			t.Fatalf("the mail's setup: exit %d\n%s", code, shown)
-		}
-		// The agent's first signed request: doctor's round trip, signed with the key setup made.
-		runDoctor := sh("svc-connector doctor --profile conn-mail")
-		out, err = runDoctor.Output()
-		var v map[string]any
-		if err != nil || json.Unmarshal(out, &v) != nil || v["ready"] != true || checkOf(t, v, "conformance")["ok"] != true {
-			t.Fatalf("doctor after the mail's setup: %v\n%s", err, out)
-		}
+		m := runInvitationMail(t, b, text, "conn-mail")
 		// The mail's link is the page with the same steps, and without the invitation.
-		page := fetch(t, http.DefaultClient, http.MethodGet, line("anyone. The same steps are on ")[len("anyone. The same steps are on "):], map[string]string{"Accept": "text/html"})
+		const pageLine = "anyone. The same steps are on "
+		page := fetch(t, http.DefaultClient, http.MethodGet, mailLine(t, text, pageLine)[len(pageLine):], map[string]string{"Accept": "text/html"})
 		body := html.UnescapeString(string(page.body))
-		if page.status != http.StatusOK || !strings.Contains(body, install) || !strings.Contains(body, setup) || strings.Contains(body, invitation) {
+		if page.status != http.StatusOK || !strings.Contains(body, m.install) || !strings.Contains(body, m.setup) || strings.Contains(body, invitation) {
 			t.Fatalf("the setup page: %d\n%s", page.status, body)
 		}
 	})

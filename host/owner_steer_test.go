@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/sdk/signer"
+	"github.com/svcforum/svc/testkit/mailsink"
 )
 
 // The owner sees and steers (issue 32), on both databases, in Chromium: the signed-in owner's page
@@ -66,7 +68,7 @@ func TestOwnerSeesAndSteers(t *testing.T) {
 		root := chromium(t, s.run.listeners.Addr(ListenerPublic))
 		ctx, cancel := context.WithTimeout(root, 4*time.Minute)
 		defer cancel()
-		signInInChromium(t, ctx, s, email)
+		signInInChromium(t, ctx, discoveryBase, s.sink, email)
 		decodeBody(t, signedWrite(t, agent, http.MethodPost, s.edge, "/owner-links", "link-1", `{"email":"`+email+`"}`), http.StatusAccepted, "owner-link-requested")
 		confirm := mustFind(t, ownerLinkInMail, s.sink.Wait(t, email, "asks to be linked", time.Minute).Text)
 		click := func(what, sel string) int64 {
@@ -261,11 +263,12 @@ func TestOwnerSeesAndSteers(t *testing.T) {
 	})
 }
 
-// signInInChromium signs email in, in Chromium, through the link mailed over SMTP.
-func signInInChromium(t *testing.T, ctx context.Context, s *onboardingService, email string) {
+// signInInChromium signs email in, in Chromium, on the service whose base URL is base, through the
+// link mailed over SMTP to sink.
+func signInInChromium(t *testing.T, ctx context.Context, base string, sink *mailsink.Sink, email string) {
 	t.Helper()
 	if err := chromedp.Do(ctx,
-		chromedp.Navigate(discoveryBase+"/owner"),
+		chromedp.Navigate(base+"/owner"),
 		chromedp.WaitVisible(chromedp.ID("email")),
 		chromedp.SendKeys(chromedp.ID("email"), email),
 	); err != nil {
@@ -274,7 +277,7 @@ func signInInChromium(t *testing.T, ctx context.Context, s *onboardingService, e
 	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`form[action="/owner/sign-in"] button[type="submit"]`))); err != nil {
 		t.Fatalf("asking for a link: %v\n%s", err, pageText(ctx))
 	}
-	signIn := mustFind(t, signInLinkInMail, s.sink.Wait(t, email, "sign-in link", time.Minute).Text)
+	signIn := mustFind(t, regexp.MustCompile(regexp.QuoteMeta(base)+`/owner/sign-in/[A-Za-z0-9_-]{43}`), sink.Wait(t, email, "sign-in link", time.Minute).Text)
 	button := `form[action^="/owner/sign-in/"] button[type="submit"]`
 	if err := chromedp.Do(ctx, chromedp.Navigate(signIn), chromedp.WaitVisible(chromedp.CSS(button))); err != nil {
 		t.Fatalf("sign-in link: %v\n%s", err, pageText(ctx))
