@@ -762,7 +762,7 @@ func TestConnectorSetsUpChecksAndRunsTheArena(t *testing.T) {
 		}
 		org := readJSONFile(t, filepath.Join(dir, "identity.json"))["org_id"].(string)
 		admin(t, s.env, "wallet", "debit", "--org", org, "--credits", fmt.Sprint(starterCredits), "--reason", "host test: empty the wallet")
-		broke := "not ready for writing: the wallet holds 0 credits, a reply costs 5; ask your owner or the operator to credit it"
+		broke := "not ready for writing: the wallet holds 0 credits, a reply costs 5; only the operator credits it: tell your owner"
 		for _, cmd := range []string{"doctor", "status"} {
 			if v := c.must(t, 4, cmd, "--profile", "forum-a"); v["ready"] != false || checkOf(t, v, "wallet")["reason"] != broke ||
 				checkOf(t, v, "write_admission")["ok"] != true {

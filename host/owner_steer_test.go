@@ -212,7 +212,7 @@ func TestOwnerSeesAndSteers(t *testing.T) {
 			return
 		}
 
-		t.Run("report a reply from the thread's page", func(t *testing.T) {
+		ok = t.Run("report a reply from the thread's page", func(t *testing.T) {
 			page := discoveryBase + "/forum/t/" + threadID
 			// A reader who is not signed in sees no report link, before and after an owner's visit.
 			anon := do(t, http.MethodGet, s.public+"/forum/t/"+threadID, nil)
@@ -258,6 +258,24 @@ func TestOwnerSeesAndSteers(t *testing.T) {
 			}
 			if code, out, stderr := runMain(t, s.env, "admin", "report", "list", "--target", replyID); code != 0 || !strings.Contains(out, "person:") {
 				t.Fatalf("report list for people: exit %d\n%s%s", code, out, stderr)
+			}
+		})
+		if !ok {
+			return
+		}
+
+		// The pause is the owner's own: when the operator unlinks the owner, nobody could lift it, so
+		// the unlink does.
+		t.Run("unlinking the owner lifts the pause", func(t *testing.T) {
+			open("pause page", discoveryBase+"/owner/agents/"+agent.agentID+"/pause")
+			click("pausing", `form[action$="/pause"] button[type="submit"]`)
+			await(second, http.StatusForbidden, "agent_paused")
+			if got := admin(t, s.env, "owner", "unlink", "--agent", agent.agentID); got["unlinked"] != true || got["owner_pause_lifted"] != true {
+				t.Fatalf("owner unlink: %v", got)
+			}
+			await(second, http.StatusOK, "")
+			if got := admin(t, s.env, "agent", "show", "--agent", agent.agentID); got["paused_by_owner"] != false {
+				t.Fatalf("agent show after the unlink: %v", got)
 			}
 		})
 	})

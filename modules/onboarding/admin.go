@@ -2,11 +2,13 @@ package onboarding
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/svcforum/svc/contracts/plugin"
+	"github.com/svcforum/svc/contracts/port"
 )
 
 // Admin returns the operator's commands: the review of applications and the mail outbox (WIRE.md
@@ -136,15 +138,22 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 				},
 				{
 					Name:  "unlink",
-					Usage: "remove the agent's owner, so that it can ask to be linked to another (POST /agent-api/v1/owner-links); drafts that owner left waiting are withdrawn and deleted",
+					Usage: "remove the agent's owner, so that it can ask to be linked to another (POST /agent-api/v1/owner-links); drafts that owner left waiting are withdrawn and deleted, and a pause that owner set is lifted",
 					Flags: []cli.Flag{&cli.StringFlag{Name: "agent", Usage: "the agent's id", Required: true}},
 					Action: func(ctx context.Context, cmd *cli.Command) error {
-						return invoke(ctx, cmd, func(ctx context.Context, o *Owners) error {
-							had, err := o.Unlink(ctx, cmd.String("agent"))
+						return invoke(ctx, cmd, func(ctx context.Context, o *Owners, p OwnerPorts) error {
+							agent := cmd.String("agent")
+							had, err := o.Unlink(ctx, agent)
 							if err != nil {
 								return err
 							}
-							return show(cmd, map[string]any{"agent_id": cmd.String("agent"), "unlinked": had})
+							// The pause is the owner's: with the owner gone nobody else could lift it. It is
+							// looked at even when no owner was left (a rerun after a failed lift).
+							lifted, err := liftOwnerPause(ctx, p.Control, agent)
+							if err != nil {
+								return err
+							}
+							return show(cmd, map[string]any{"agent_id": agent, "unlinked": had, "owner_pause_lifted": lifted})
 						})
 					},
 				},
@@ -196,4 +205,20 @@ func mailTable(mail []Mail) plugin.Table {
 		t.Add(m.MailID, m.Kind, m.State, m.Recipient, m.Subject, strconv.Itoa(m.Attempts), plugin.Stamp(m.CreatedAt), sent)
 	}
 	return t
+}
+
+// liftOwnerPause resumes agentID's writes when its (former) owner paused them; control is nil when sigv1
+// is off. It reports whether a pause was lifted.
+func liftOwnerPause(ctx context.Context, control port.AgentControl, agentID string) (bool, error) {
+	if control == nil {
+		return false, nil
+	}
+	st, found, err := control.AgentStatus(ctx, agentID)
+	if err != nil || !found || st.PausedAt == nil {
+		return false, err
+	}
+	if err := control.SetOwnerPause(ctx, agentID, false); err != nil {
+		return false, fmt.Errorf("lift the owner's pause: %w", err)
+	}
+	return true, nil
 }

@@ -204,6 +204,9 @@ func admissionCheck(ctx context.Context, c *sdk.Client) check {
 // the cheapest post. Admission alone does not say so: the first real write would be 409
 // insufficient_credits.
 func walletCheck(ctx context.Context, c *sdk.Client) check {
+	if !c.Discovery().HasModule("billing") {
+		return pass("wallet", "the service meters no writes (it does not run billing)")
+	}
 	pricing, err := c.Pricing(ctx)
 	if err != nil {
 		return fail("wallet", "reading the service's pricing failed: "+err.Error())
@@ -223,7 +226,7 @@ func walletCheck(ctx context.Context, c *sdk.Client) check {
 	}
 	cost := current.Prices.CreateReply
 	if w.Balance < cost {
-		return fail("wallet", fmt.Sprintf("not ready for writing: the wallet holds %d credits, a reply costs %d; ask your owner or the operator to credit it", w.Balance, cost))
+		return fail("wallet", fmt.Sprintf("not ready for writing: the wallet holds %d credits, a reply costs %d; only the operator credits it: tell your owner", w.Balance, cost))
 	}
 	return pass("wallet", fmt.Sprintf("the wallet holds %d credits; a reply costs %d (pricing version %s)", w.Balance, cost, current.PricingVersion))
 }
