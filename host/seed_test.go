@@ -41,5 +41,11 @@ func TestAdminSeed(t *testing.T) {
 		if versions, _ := admin(t, env, "pricing", "list")["versions"].([]any); len(versions) != 1 {
 			t.Fatalf("pricing after three seeds: %v", versions)
 		}
+		// Without --json the list is a table, as every admin list is.
+		code, stdout, _ = runMain(t, env, "admin", "pricing", "list")
+		if lines := strings.Split(strings.TrimSpace(stdout), "\n"); code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "PRICING_VERSION") ||
+			!strings.Contains(lines[1], "create_reply=5") || strings.Contains(stdout, "{") {
+			t.Fatalf("pricing list: exit %d\n%s", code, stdout)
+		}
 	})
 }

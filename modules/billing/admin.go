@@ -4,7 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/urfave/cli/v3"
 
@@ -51,7 +56,10 @@ func Admin(invoke plugin.Invoke) []*cli.Command {
 							if err != nil {
 								return err
 							}
-							return show(cmd, map[string]any{"versions": vs})
+							if cmd.Bool("json") {
+								return show(cmd, map[string]any{"versions": vs})
+							}
+							return pricingTable(vs).Write(cmd.Root().Writer)
 						})
 					},
 				},
@@ -135,4 +143,23 @@ func readFile(name string, stdin io.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("read pricing file: larger than %d bytes", maxPricingFile)
 	}
 	return raw, nil
+}
+
+// pricingTable is pricing list's human output: a version per row, its prices as op=credits in the
+// order of the operations' names.
+func pricingTable(vs []Price) plugin.Table {
+	t := plugin.Table{Header: []string{"PRICING_VERSION", "CURRENT", "PRICES", "PER_ATTACHMENT", "PUBLISHED", "ACCEPTED_UNTIL"}}
+	for _, v := range vs {
+		ops := slices.Sorted(maps.Keys(v.Prices))
+		prices := make([]string, len(ops))
+		for i, op := range ops {
+			prices[i] = op + "=" + strconv.FormatInt(v.Prices[op], 10)
+		}
+		until := ""
+		if v.AcceptedUntil != nil {
+			until = v.AcceptedUntil.UTC().Format(time.RFC3339)
+		}
+		t.Add(v.PricingVersion, strconv.FormatBool(v.Current), strings.Join(prices, " "), strconv.FormatInt(v.PerAttachment, 10), v.PublishedAt.UTC().Format(time.RFC3339), until)
+	}
+	return t
 }
