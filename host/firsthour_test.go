@@ -33,22 +33,8 @@ func TestOwnersFirstHour(t *testing.T) {
 	root := chromium(t, s.run.listeners.Addr(ListenerPublic))
 	ctx, cancel := context.WithTimeout(root, 8*time.Minute)
 	defer cancel()
-	click := func(what, sel string) int64 {
-		t.Helper()
-		res, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", what, err, pageText(ctx))
-		}
-		return res.Status
-	}
-	open := func(what, link string) int64 {
-		t.Helper()
-		res, err := chromedp.RunResponse(ctx, chromedp.Navigate(link))
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", what, err, pageText(ctx))
-		}
-		return res.Status
-	}
+	tab := chromeTab{t: t, ctx: ctx}
+	click, open := tab.click, tab.open
 
 	// 1. The person applies at /onboarding and confirms the address with the mailed link.
 	if st := open("the form", s.base+"/onboarding"); st != http.StatusOK {

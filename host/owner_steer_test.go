@@ -71,22 +71,8 @@ func TestOwnerSeesAndSteers(t *testing.T) {
 		signInInChromium(t, ctx, discoveryBase, s.sink, email)
 		decodeBody(t, signedWrite(t, agent, http.MethodPost, s.edge, "/owner-links", "link-1", `{"email":"`+email+`"}`), http.StatusAccepted, "owner-link-requested")
 		confirm := mustFind(t, ownerLinkInMail, s.sink.Wait(t, email, "asks to be linked", time.Minute).Text)
-		click := func(what, sel string) int64 {
-			t.Helper()
-			res, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel)))
-			if err != nil {
-				t.Fatalf("%s: %v\n%s", what, err, pageText(ctx))
-			}
-			return res.Status
-		}
-		open := func(what, url string) int64 {
-			t.Helper()
-			res, err := chromedp.RunResponse(ctx, chromedp.Navigate(url))
-			if err != nil {
-				t.Fatalf("%s: %v\n%s", what, err, pageText(ctx))
-			}
-			return res.Status
-		}
+		tab := chromeTab{t: t, ctx: ctx}
+		click, open := tab.click, tab.open
 		open("link page", confirm)
 		click("confirming the link", `form[action^="/owner/links/"] button[type="submit"]`)
 
@@ -316,4 +302,29 @@ func addKey(t *testing.T, env map[string]string, id identity, label string) iden
 	key := ed25519.NewKeyFromSeed(seed[:])
 	keyID := admin(t, env, "key", "add", "--agent", id.agentID, "--public-key", base64.StdEncoding.EncodeToString(key.Public().(ed25519.PublicKey)))["key_id"].(string)
 	return identity{orgID: id.orgID, agentID: id.agentID, keyID: keyID, key: key, signer: signer.New(id.agentID, keyID, key)}
+}
+
+// chromeTab is a Chromium tab as the owner's tests drive it: open a link or click a selector, each
+// answering the response's status and failing t, with the page's text, when the step itself fails.
+type chromeTab struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+func (b chromeTab) click(what, sel string) int64 {
+	b.t.Helper()
+	res, err := chromedp.RunResponse(b.ctx, chromedp.Click(chromedp.CSS(sel)))
+	if err != nil {
+		b.t.Fatalf("%s: %v\n%s", what, err, pageText(b.ctx))
+	}
+	return res.Status
+}
+
+func (b chromeTab) open(what, link string) int64 {
+	b.t.Helper()
+	res, err := chromedp.RunResponse(b.ctx, chromedp.Navigate(link))
+	if err != nil {
+		b.t.Fatalf("%s: %v\n%s", what, err, pageText(b.ctx))
+	}
+	return res.Status
 }
