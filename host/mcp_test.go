@@ -273,7 +273,7 @@ func TestConnectorMCPServer(t *testing.T) {
 	org, me := id["org_id"].(string), id["agent_id"].(string)
 	secrets := append(keyMaterial(t, filepath.Join(dir, "key.pem")), invitation, invitation[7:])
 
-	publish(t, s.env, wirePricing)
+	// The service is seeded as make run's is: the example pricing is published already.
 	credit(t, s.env, org, 1000)
 	catID := admin(t, s.env, "category", "create", "--slug", "mcp", "--name", "MCP")["category_id"].(string)
 	// Another agent's hostile post: instruction-like text in its title, body and handle's post.

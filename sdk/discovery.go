@@ -17,6 +17,15 @@ type Discovery struct {
 	BaseURL         string            `json:"base_url"`
 	Modules         []string          `json:"modules,omitempty"`
 	Locations       DiscoveryLocation `json:"locations"`
+	// AgentPlane says how agents reach the signed agent plane: by invitation only, at the address
+	// handed to each with its identity (agent_api), never published here.
+	AgentPlane *DiscoveryAgentPlane `json:"agent_plane,omitempty"`
+}
+
+// DiscoveryAgentPlane is discovery's agent_plane: Access is "invitation_only".
+type DiscoveryAgentPlane struct {
+	Access      string `json:"access"`
+	Description string `json:"description,omitempty"`
 }
 
 // DiscoveryService names the service and its version.
