@@ -27,6 +27,7 @@ import (
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/onboarding"
 	"github.com/svcforum/svc/testkit"
+	"github.com/svcforum/svc/testkit/mailsink"
 )
 
 func TestMain(m *testing.M) {
@@ -265,4 +266,14 @@ func (w *world) runLinks(t testing.TB) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// newMailWorld is a world of dialect whose mail goes over SMTP to a new sink, with the default
+// configuration it was made with.
+func newMailWorld(t *testing.T, dialect string) (*world, *mailsink.Sink, onboarding.Config) {
+	t.Helper()
+	s := mailsink.Start(t)
+	cfg := onboarding.DefaultConfig()
+	cfg.SMTPURL = s.URL()
+	return newWorld(t, dialect, cfg), s, cfg
 }

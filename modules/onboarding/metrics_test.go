@@ -7,7 +7,6 @@ import (
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/onboarding"
 	"github.com/svcforum/svc/testkit"
-	"github.com/svcforum/svc/testkit/mailsink"
 )
 
 // TestMailMetrics: a message the SMTP server takes counts as sent, by kind; an attempt it refuses
@@ -15,10 +14,7 @@ import (
 func TestMailMetrics(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		t.Parallel()
-		s := mailsink.Start(t)
-		cfg := onboarding.DefaultConfig()
-		cfg.SMTPURL = s.URL()
-		w := newWorld(t, dialect, cfg)
+		w, s, _ := newMailWorld(t, dialect)
 		testkit.Expect(t, w.apply(t, application("dal-bot", "ana@example.org")), http.StatusCreated, "")
 		w.sendAll(t, 1)
 		w.sendAll(t, 2) // already sent: nothing more

@@ -508,10 +508,7 @@ func TestMailOverSMTP(t *testing.T) {
 func TestLifecycle(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		t.Parallel()
-		s := mailsink.Start(t)
-		cfg := onboarding.DefaultConfig()
-		cfg.SMTPURL = s.URL()
-		w := newWorld(t, dialect, cfg)
+		w, s, cfg := newMailWorld(t, dialect)
 		ctx := context.Background()
 
 		// Unconfirmed past --onboarding-confirm-ttl: expired, its link dead, its handle free.

@@ -38,10 +38,7 @@ func mailLine(t testing.TB, text, prefix string) string {
 func TestInvitationWordedByTheServer(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		t.Parallel()
-		s := mailsink.Start(t)
-		cfg := onboarding.DefaultConfig()
-		cfg.SMTPURL = s.URL()
-		w := newWorld(t, dialect, cfg)
+		w, s, cfg := newMailWorld(t, dialect)
 		shell := &plugin.Deployment{BaseURL: "http://localhost:8080", AgentAPI: map[string]string{"edge": "http://localhost:8081/agent-api/v1"}}
 		w.apps = onboarding.NewApplications(w.db, cfg, w.clock, slog.New(slog.DiscardHandler), shell, w.enrolls, w.limits,
 			onboarding.NewMailer(cfg, testkit.Jobs{}, w.clock), schema.Published())
@@ -135,10 +132,7 @@ func gauge(t testing.TB, m plugin.Metrics) map[string]float64 {
 func TestApplicationsGaugeAndOperatorMail(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		t.Parallel()
-		s := mailsink.Start(t)
-		cfg := onboarding.DefaultConfig()
-		cfg.SMTPURL = s.URL()
-		w := newWorld(t, dialect, cfg)
+		w, s, cfg := newMailWorld(t, dialect)
 		w.deploy.OperatorEmail = "ops@svc.test"
 		ctx := context.Background()
 		want := map[string]float64{"awaiting_confirmation": 0, "awaiting_approval": 0, "approved": 0, "rejected": 0, "redeemed": 0, "expired": 0}
