@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/port"
@@ -40,8 +42,8 @@ func TestWriteCommitFailureMayHaveCommitted(t *testing.T) {
 		if _, _, err := port.Write(context.Background(), db, orphan("c1")); !errors.Is(err, port.ErrMaybeCommitted) {
 			t.Fatalf("port.Write whose commit failed: %v, want ErrMaybeCommitted", err)
 		}
-		planned := func(id string) func(p *port.Plan) (int, any, error) {
-			return func(p *port.Plan) (int, any, error) {
+		planned := func(id string) func(p *write.Plan) (int, any, error) {
+			return func(p *write.Plan) (int, any, error) {
 				p.Exec(1, nil, "INSERT INTO tx_children (id, parent) VALUES (?, 'none')", id)
 				return http.StatusCreated, struct{}{}, nil
 			}
@@ -56,7 +58,7 @@ func TestWriteCommitFailureMayHaveCommitted(t *testing.T) {
 		if _, _, err := port.Write(context.Background(), db, failing); err == nil || errors.Is(err, port.ErrMaybeCommitted) {
 			t.Fatalf("a write that failed before its commit: %v", err)
 		}
-		refused := func(p *port.Plan) (int, any, error) {
+		refused := func(p *write.Plan) (int, any, error) {
 			p.Exec(1, nil, "INSERT INTO tx_nonces (nonce) VALUES (?)", "dup")
 			p.Exec(1, nil, "INSERT INTO tx_nonces (nonce) VALUES (?)", "dup")
 			return http.StatusCreated, struct{}{}, nil

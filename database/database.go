@@ -47,7 +47,7 @@
 //
 // A signed write used to run its statements one round trip at a time inside a transaction: a
 // create_reply was eleven round trips after its admission, most of them waiting, not working. A write
-// whose statements can be decided before any of them runs is planned instead (port.Plan): each step
+// whose statements can be decided before any of them runs is planned instead (write.Plan): each step
 // says how many rows it must touch (or a condition that must hold) and how to explain a failure.
 // Write sends the plan as one pgx batch: PostgreSQL runs it in one implicit transaction, ended by the
 // batch's one Sync, so the write is one round trip and one commit. A step checks its own expectation

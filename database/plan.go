@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -27,14 +29,14 @@ const attempts = 3
 // explanation found nothing wrong each time.
 var ErrPlanUnsettled = errors.New("the write's conditions kept changing while it ran")
 
-// Write runs a planned write: build plans it (port.Plan) and returns the 2xx status and the response
+// Write runs a planned write: build plans it (write.Plan) and returns the 2xx status and the response
 // value; Write marshals the value (port.Marshal), adds the completion of the request's idempotency
 // claim (when it holds one), and runs the plan (RunPlan). It is port.Write for a write whose
 // statements are known before any runs: on PostgreSQL the whole write is one round trip and one
 // commit. The answer's bytes, with every Late resolved, are those the claim stored. An admission the
 // guard left to the write (port.Admission) is the plan's first step, so that the whole signed request
 // commits once.
-func Write(ctx context.Context, db *gorm.DB, build func(p *port.Plan) (status int, v any, err error)) (int, []byte, error) {
+func Write(ctx context.Context, db *gorm.DB, build func(p *write.Plan) (status int, v any, err error)) (int, []byte, error) {
 	claim, hasClaim := port.ClaimFrom(ctx)
 	adm, hasAdmission := port.AdmissionFrom(ctx)
 	tries := attempts
@@ -44,7 +46,7 @@ func Write(ctx context.Context, db *gorm.DB, build func(p *port.Plan) (status in
 			body      []byte
 			admitting bool
 		)
-		p, failed, err := runPlanned(ctx, db, func(p *port.Plan) error {
+		p, failed, err := runPlanned(ctx, db, func(p *write.Plan) error {
 			s, v, err := build(p)
 			if err != nil {
 				return err
@@ -97,18 +99,18 @@ func Write(ctx context.Context, db *gorm.DB, build func(p *port.Plan) (status in
 // the step that failed (-1: committed); prepare's error is returned as it is, with nothing written. On
 // SQLite the plan is made inside the transaction, in the writer's turn: the ids and times it makes
 // then sort in commit order, as they do for every other write there (catch-up pages by them).
-func runPlanned(ctx context.Context, db *gorm.DB, prepare func(p *port.Plan) error) (*port.Plan, int, error) {
+func runPlanned(ctx context.Context, db *gorm.DB, prepare func(p *write.Plan) error) (*write.Plan, int, error) {
 	if Dialect(db) == Postgres {
-		p := port.NewPlan(db.WithContext(ctx))
+		p := write.New(db.WithContext(ctx))
 		if err := prepare(p); err != nil {
 			return p, 0, err
 		}
 		failed, err := runBatch(ctx, db, p.Steps())
 		return p, failed, err
 	}
-	var p *port.Plan
-	failed, err := runInTransaction(ctx, db, func(tx *gorm.DB) ([]port.Step, error) {
-		p = port.NewPlan(tx)
+	var p *write.Plan
+	failed, err := runInTransaction(ctx, db, func(tx *gorm.DB) ([]write.Step, error) {
+		p = write.New(tx)
 		if err := prepare(p); err != nil {
 			return nil, err
 		}
@@ -122,11 +124,11 @@ func runPlanned(ctx context.Context, db *gorm.DB, prepare func(p *port.Plan) err
 // PostgreSQL the steps go as one pgx batch: the server runs them in one implicit transaction, and a
 // step's expectation is checked by the statement itself, so a failed one aborts the rest there,
 // without a round trip per statement.
-func RunPlan(ctx context.Context, db *gorm.DB, p *port.Plan) (failed int, err error) {
+func RunPlan(ctx context.Context, db *gorm.DB, p *write.Plan) (failed int, err error) {
 	if Dialect(db) == Postgres {
 		return runBatch(ctx, db, p.Steps())
 	}
-	return runInTransaction(ctx, db, func(*gorm.DB) ([]port.Step, error) { return p.Steps(), nil })
+	return runInTransaction(ctx, db, func(*gorm.DB) ([]write.Step, error) { return p.Steps(), nil })
 }
 
 // failedStep is how a transaction ends at a step that found other than it expected.
@@ -138,7 +140,7 @@ func (f failedStep) Error() string { return "plan step " + strconv.Itoa(int(f)) 
 // ends the transaction and is returned as it is.
 // On SQLite, embedded, a commit that fails has not happened: no error here is port.ErrMaybeCommitted
 // (unless a step's own error says so).
-func runInTransaction(ctx context.Context, db *gorm.DB, steps func(tx *gorm.DB) ([]port.Step, error)) (int, error) {
+func runInTransaction(ctx context.Context, db *gorm.DB, steps func(tx *gorm.DB) ([]write.Step, error)) (int, error) {
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		planned, err := steps(tx)
 		if err != nil {
@@ -166,7 +168,7 @@ func runInTransaction(ctx context.Context, db *gorm.DB, steps func(tx *gorm.DB) 
 }
 
 // runStep runs one step on tx and reports whether it found what it expected.
-func runStep(tx *gorm.DB, s port.Step) (bool, error) {
+func runStep(tx *gorm.DB, s write.Step) (bool, error) {
 	if s.Run != nil {
 		return s.Run(tx)
 	}
@@ -185,7 +187,7 @@ func runStep(tx *gorm.DB, s port.Step) (bool, error) {
 		if res.Error != nil {
 			return false, res.Error
 		}
-		return s.Rows == port.AnyRows || res.RowsAffected == s.Rows, nil
+		return s.Rows == write.AnyRows || res.RowsAffected == s.Rows, nil
 	}
 	rows, err := tx.Raw(s.SQL, s.Vars...).Rows()
 	if err != nil {
@@ -204,7 +206,7 @@ func runStep(tx *gorm.DB, s port.Step) (bool, error) {
 	if err := rows.Err(); err != nil {
 		return false, err
 	}
-	return s.Rows == port.AnyRows || n == s.Rows, nil
+	return s.Rows == write.AnyRows || n == s.Rows, nil
 }
 
 // tracerName names the database package's spans.
@@ -216,14 +218,14 @@ const divisionByZero = "22012"
 
 // checkedSQL is a step's statement made to fail when it finds other than the step expects, and what
 // it returns then: the step's columns (if it scans) and the check's.
-func checkedSQL(s port.Step) string {
+func checkedSQL(s write.Step) string {
 	fail := func(cond string) string { return "1/(CASE WHEN " + cond + " THEN 1 ELSE 0 END)" }
 	switch {
 	case s.Checked:
 		return s.SQL
 	case s.Cond:
 		return "SELECT " + fail("("+s.SQL+")")
-	case s.Rows == port.AnyRows:
+	case s.Rows == write.AnyRows:
 		return s.SQL
 	case s.Scan == nil:
 		sql := s.SQL
@@ -237,7 +239,7 @@ func checkedSQL(s port.Step) string {
 	}
 }
 
-func runBatch(ctx context.Context, db *gorm.DB, steps []port.Step) (failed int, err error) {
+func runBatch(ctx context.Context, db *gorm.DB, steps []write.Step) (failed int, err error) {
 	// The batch bypasses gorm, whose plugin traces statements: it gets a span of its own, under the
 	// request's (when tracing is on; otherwise the provider is a no-op).
 	ctx, span := trace.SpanFromContext(ctx).TracerProvider().Tracer(tracerName).Start(ctx, "database.write",
@@ -330,18 +332,18 @@ func uncertain(err error) error {
 }
 
 // readStep reads a step's result from the batch.
-func readStep(br pgx.BatchResults, s port.Step) error {
+func readStep(br pgx.BatchResults, s write.Step) error {
 	switch {
 	case s.Checked:
 		var check int
 		return br.QueryRow().Scan(append(append([]any{}, s.Scan...), &check)...)
-	case s.Cond || (s.Rows != port.AnyRows && s.Scan == nil):
+	case s.Cond || (s.Rows != write.AnyRows && s.Scan == nil):
 		var one int
 		return br.QueryRow().Scan(&one)
 	case s.Scan == nil:
 		_, err := br.Exec()
 		return err
-	case s.Rows == port.AnyRows:
+	case s.Rows == write.AnyRows:
 		err := br.QueryRow().Scan(s.Scan...)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil

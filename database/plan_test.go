@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/port"
@@ -17,7 +19,7 @@ import (
 type planClaim struct{ settled bool }
 
 func (c *planClaim) Complete(*gorm.DB, int, []byte) error { return errors.New("not planned") }
-func (c *planClaim) CompleteIn(p *port.Plan, status int, body []byte) {
+func (c *planClaim) CompleteIn(p *write.Plan, status int, body []byte) {
 	p.Add(p.Build().Exec("INSERT INTO plan_outcomes (status, body) VALUES (?, ?)", status, p.Bytes(body)), 1, nil)
 }
 func (c *planClaim) Settled() { c.settled = true }
@@ -45,10 +47,10 @@ func TestPlannedWrite(t *testing.T) {
 			Balance int64  `json:"balance"`
 		}
 		committed := 0 // port.OnCommit hooks run
-		write := func(id string, price int64) (int, []byte, error) {
+		run := func(id string, price int64) (int, []byte, error) {
 			claim := &planClaim{}
 			ctx := port.WithCommitHooks(port.WithClaim(context.Background(), claim))
-			status, body, err := database.Write(ctx, db, func(p *port.Plan) (int, any, error) {
+			status, body, err := database.Write(ctx, db, func(p *write.Plan) (int, any, error) {
 				port.OnCommit(ctx, func() { committed++ })
 				var balance int64
 				p.Exec(1, nil, "INSERT INTO plan_posts (id, body) VALUES (?, ?)", id, "hello")
@@ -63,7 +65,7 @@ func TestPlannedWrite(t *testing.T) {
 			return status, body, err
 		}
 
-		status, body, err := write("a", 4)
+		status, body, err := run("a", 4)
 		if err != nil || status != 201 {
 			t.Fatalf("write = %d, %v", status, err)
 		}
@@ -82,7 +84,7 @@ func TestPlannedWrite(t *testing.T) {
 		}
 
 		// A step that finds other than it expects fails the whole plan: nothing of it is kept.
-		if _, _, err := write("b", 7); !errors.Is(err, errNoWallet) {
+		if _, _, err := run("b", 7); !errors.Is(err, errNoWallet) {
 			t.Fatalf("overdraft = %v, want the step's explanation", err)
 		}
 		var posts, outcomes int64
@@ -97,7 +99,7 @@ func TestPlannedWrite(t *testing.T) {
 
 		// A condition, and a refusal decided while planning, come in their order.
 		first := errors.New("first")
-		_, _, err = database.Write(context.Background(), db, func(p *port.Plan) (int, any, error) {
+		_, _, err = database.Write(context.Background(), db, func(p *write.Plan) (int, any, error) {
 			p.Check(func(context.Context, *gorm.DB) error { return first }, "SELECT count(*) = 2 FROM plan_posts")
 			p.Refuse(errors.New("second"))
 			return 200, nil, nil
@@ -108,7 +110,7 @@ func TestPlannedWrite(t *testing.T) {
 
 		// An explanation that finds nothing wrong plans the write again.
 		runs := 0
-		_, _, err = database.Write(context.Background(), db, func(p *port.Plan) (int, any, error) {
+		_, _, err = database.Write(context.Background(), db, func(p *write.Plan) (int, any, error) {
 			runs++
 			p.Check(func(context.Context, *gorm.DB) error { return nil }, "SELECT count(*) + ? = 3 FROM plan_posts", runs)
 			return 200, nil, nil

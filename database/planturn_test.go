@@ -6,7 +6,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/svcforum/svc/contracts/port"
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/svcforum/svc/database"
 	"github.com/svcforum/svc/database/dbtest"
 )
@@ -45,7 +46,7 @@ func TestPlannedWriteBuildsInTheWritersTurn(t *testing.T) {
 
 	ctx := context.Background()
 	var whilePlanning error
-	_, _, err = database.Write(ctx, db, func(p *port.Plan) (int, any, error) {
+	_, _, err = database.Write(ctx, db, func(p *write.Plan) (int, any, error) {
 		whilePlanning = otherBegins()
 		p.Exec(1, nil, "INSERT INTO turn_posts (id) VALUES ('a')")
 		return 200, map[string]string{"id": "a"}, nil
@@ -58,7 +59,7 @@ func TestPlannedWriteBuildsInTheWritersTurn(t *testing.T) {
 	}
 
 	refused := errors.New("refused while planning")
-	if _, _, err := database.Write(ctx, db, func(p *port.Plan) (int, any, error) {
+	if _, _, err := database.Write(ctx, db, func(p *write.Plan) (int, any, error) {
 		p.Exec(1, nil, "INSERT INTO turn_posts (id) VALUES ('b')")
 		return 0, nil, refused
 	}); err != refused {

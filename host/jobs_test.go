@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/riverqueue/river"
 	"go.uber.org/fx"
 	"gorm.io/gorm"
@@ -83,7 +85,7 @@ func TestJobsInsertedWithTheirWrite(t *testing.T) {
 		// A planned write's job (InsertIn) is a statement of its plan: a plan refused after it leaves no
 		// job, a committed one is worked, and its row is the one River's own insert makes.
 		planned := func(n int, refuse bool) error {
-			_, _, err := database.Write(context.Background(), db, func(p *port.Plan) (int, any, error) {
+			_, _, err := database.Write(context.Background(), db, func(p *write.Plan) (int, any, error) {
 				if err := jobs.InsertIn(p, echoArgs{N: n}, nil); err != nil {
 					return 0, nil, err
 				}

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/riverqueue/river"
 	"gorm.io/gorm"
-
-	"github.com/svcforum/svc/contracts/port"
 )
 
 // plannedJobSQL inserts one job into River's table (its schema version riverSchemaVersion) as River's
@@ -22,13 +22,13 @@ const plannedJobSQL = `INSERT INTO river_job (args, kind, max_attempts, priority
 
 // InsertIn adds the insertion of a job of args to p (port.Jobs): on PostgreSQL a statement of the
 // plan's batch, on SQLite River's own InsertTx on the plan's transaction.
-func (j *Jobs) InsertIn(p *port.Plan, args river.JobArgs, opts *river.InsertOpts) error {
+func (j *Jobs) InsertIn(p *write.Plan, args river.JobArgs, opts *river.InsertOpts) error {
 	o, err := plannedOptions(args, opts)
 	if err != nil {
 		return fmt.Errorf("plan %s job: %w", args.Kind(), err)
 	}
 	if p.Dialect() != "postgres" {
-		p.Append(port.Step{SQL: "-- River's insert", Rows: port.AnyRows, Run: func(tx *gorm.DB) (bool, error) {
+		p.Append(write.Step{SQL: "-- River's insert", Rows: write.AnyRows, Run: func(tx *gorm.DB) (bool, error) {
 			return true, j.InsertTx(tx.Statement.Context, tx, args, &o)
 		}})
 		return nil

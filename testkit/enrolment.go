@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
@@ -118,7 +120,7 @@ func (l *Limits) Take(_ context.Context, bucket string, limit int, window time.D
 
 // TakeIn is Take, counted as the write is planned: the double counts in memory, so a hit stays
 // counted if the plan rolls back. A hit past limit makes the plan refuse at this step.
-func (l *Limits) TakeIn(p *port.Plan, bucket string, limit int, window time.Duration, refuse func(retryAfter int) error) {
+func (l *Limits) TakeIn(p *write.Plan, bucket string, limit int, window time.Duration, refuse func(retryAfter int) error) {
 	if ok, retry, _ := l.Take(context.Background(), bucket, limit, window); !ok {
 		p.Refuse(refuse(retry))
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 	"gorm.io/gorm"
@@ -41,7 +43,7 @@ func (Jobs) InsertTx(ctx context.Context, tx *gorm.DB, args river.JobArgs, opts 
 }
 
 // InsertIn adds the job's row to p, as one more step of the planned write.
-func (Jobs) InsertIn(p *port.Plan, args river.JobArgs, opts *river.InsertOpts) error {
+func (Jobs) InsertIn(p *write.Plan, args river.JobArgs, opts *river.InsertOpts) error {
 	row, err := jobRow(args, opts)
 	if err != nil {
 		return err

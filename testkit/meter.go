@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -81,7 +83,7 @@ func (m *Meter) Charge(ctx context.Context, tx *gorm.DB, p port.Principal, c por
 // Plan adds c's row to plan, or a refusal where the real meter would refuse: before its rows. A
 // planned charge is recorded when it is decided: when its plan commits, or when its refusal is the
 // answer (a refusal planned after a step that fails is never reached, as in a transaction).
-func (m *Meter) Plan(ctx context.Context, plan *port.Plan, p port.Principal, c port.Charge) (port.Receipt, error) {
+func (m *Meter) Plan(ctx context.Context, plan *write.Plan, p port.Principal, c port.Charge) (port.Receipt, error) {
 	row, rc, refusal, refused := m.decide(p, c)
 	if refusal != nil {
 		plan.Check(func(context.Context, *gorm.DB) error { m.record(p, c, refused); return refusal }, "SELECT 1 = 0")

@@ -1,6 +1,10 @@
 package port
 
-import "context"
+import (
+	"context"
+
+	"github.com/svcforum/svc/contracts/write"
+)
 
 // Admission is the guard's admission of a signed write (its nonce, its hits on the rate limits and
 // its Idempotency-Key's claim) left to the write, so that both commit together: on PostgreSQL a
@@ -10,7 +14,7 @@ import "context"
 type Admission interface {
 	// AdmitIn puts the admission before every step of p, a plan about to run, unless it has run
 	// already, and reports whether it did. A failure of that step is explained by Admit.
-	AdmitIn(p *Plan) bool
+	AdmitIn(p *write.Plan) bool
 	// Admit runs the admission on its own, committed, unless it has run already: nil when the request
 	// is admitted (it then holds its claim), else the error that refuses it. A write whose plan held
 	// the admission and failed at a later step calls it before explaining that step: a refused write

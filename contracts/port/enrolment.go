@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/write"
 )
 
 // NewAgentID and NewKeyID are what a new agent puts in Svc-Agent-Id and Svc-Key-Id when it signs its
@@ -56,5 +58,5 @@ type Limits interface {
 	Take(ctx context.Context, bucket string, limit int, window time.Duration) (ok bool, retryAfter int, err error)
 	// TakeIn adds Take to p, a planned write: the hit commits, or rolls back, with the write. A hit
 	// past limit fails the plan at this step, and refuse(retryAfter) is its refusal.
-	TakeIn(p *Plan, bucket string, limit int, window time.Duration, refuse func(retryAfter int) error)
+	TakeIn(p *write.Plan, bucket string, limit int, window time.Duration, refuse func(retryAfter int) error)
 }

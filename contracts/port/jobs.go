@@ -5,6 +5,8 @@ import (
 
 	"github.com/riverqueue/river"
 	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/write"
 )
 
 // Jobs enqueues durable jobs on the host's job runner (the host offers it; modules contribute the
@@ -18,5 +20,5 @@ type Jobs interface {
 	// exactly when the plan commits, and on PostgreSQL it is one more statement of the plan's batch,
 	// not a transaction of round trips. Of opts, only MaxAttempts, Priority and Queue can be planned;
 	// any other option is an error, as is args that cannot be encoded.
-	InsertIn(p *Plan, args river.JobArgs, opts *river.InsertOpts) error
+	InsertIn(p *write.Plan, args river.JobArgs, opts *river.InsertOpts) error
 }

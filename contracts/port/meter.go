@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/write"
 )
 
 // The metered operations (WIRE.md section 3): every price list names each of them.
@@ -63,7 +65,7 @@ type Meter interface {
 	Charge(ctx context.Context, tx *gorm.DB, p Principal, c Charge) (Receipt, error)
 	// Plan adds the same charge to a planned write: its checks, in Charge's order, as steps of plan,
 	// and its rows. The receipt's Balance is a Late placeholder until the plan has run.
-	Plan(ctx context.Context, plan *Plan, p Principal, c Charge) (Receipt, error)
+	Plan(ctx context.Context, plan *write.Plan, p Principal, c Charge) (Receipt, error)
 	// Refund gives back, on tx, the charge of r.Operation for r.ResourceID: its price returns to the
 	// wallet it was taken from, and a refund entry (naming the charge) joins the ledger and the agent's
 	// usage. A charge is refunded at most once, whatever the number of calls or transactions: the

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/write"
 )
 
 // Post is a thread or a reply as moderation sees it (the forum offers it through Moderation).
@@ -27,7 +29,7 @@ type Moderation interface {
 	Post(ctx context.Context, tx *gorm.DB, kind, id string) (p Post, ok bool, err error)
 	// VisibleIn adds to p, a planned write, the condition that the post kind id still exists and is
 	// visible when the write runs; explain says why when it is not (Plan.Check).
-	VisibleIn(p *Plan, kind, id string, explain func(ctx context.Context, db *gorm.DB) error)
+	VisibleIn(p *write.Plan, kind, id string, explain func(ctx context.Context, db *gorm.DB) error)
 	// Hide hides the post on tx, as of at: the read plane and the pages show it as removed by
 	// moderation without its body, and it takes no replies, votes or reports. Hiding a hidden post
 	// changes nothing.

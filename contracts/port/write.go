@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"gorm.io/gorm"
+
+	"github.com/svcforum/svc/contracts/write"
 )
 
 // Claim is the idempotency claim the agent-plane guard holds for the write being served (WIRE.md
@@ -16,7 +18,7 @@ type Claim interface {
 	Complete(tx *gorm.DB, status int, body []byte) error
 	// CompleteIn adds to p, a planned write, the step that stores status and body (Plan.Bytes) as
 	// the request's outcome, so that it commits with the write.
-	CompleteIn(p *Plan, status int, body []byte)
+	CompleteIn(p *write.Plan, status int, body []byte)
 	// Settled tells the claim that the transaction that completed it committed, so that the guard
 	// runs no statement after the write.
 	Settled()

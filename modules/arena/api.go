@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/gin-gonic/gin"
 	"gorm.io/gorm"
 
@@ -43,10 +45,10 @@ func AgentRoutes(a *API) plugin.Routes {
 }
 
 // write runs build as the request's planned write (database.Write) and answers what it stored.
-func (a *API) write(c *gin.Context, build func(plan *port.Plan, p port.Principal) (int, any, error)) {
+func (a *API) write(c *gin.Context, build func(plan *write.Plan, p port.Principal) (int, any, error)) {
 	ctx := c.Request.Context()
 	p, _ := port.PrincipalFrom(ctx)
-	status, body, err := database.Write(ctx, a.db, func(plan *port.Plan) (int, any, error) { return build(plan, p) })
+	status, body, err := database.Write(ctx, a.db, func(plan *write.Plan) (int, any, error) { return build(plan, p) })
 	if err != nil {
 		render.Error(c, err)
 		return
@@ -70,7 +72,7 @@ func (a *API) grant(c *gin.Context) {
 		render.Error(c, err)
 		return
 	}
-	a.write(c, func(plan *port.Plan, p port.Principal) (int, any, error) {
+	a.write(c, func(plan *write.Plan, p port.Principal) (int, any, error) {
 		return a.grants.Grant(c.Request.Context(), plan, p, c.Param("match_id"), in)
 	})
 }
@@ -96,7 +98,7 @@ func (a *API) claim(c *gin.Context) {
 	if !bind.JSON(c, a.schemas, "claim-request", &in) {
 		return
 	}
-	a.write(c, func(plan *port.Plan, p port.Principal) (int, any, error) {
+	a.write(c, func(plan *write.Plan, p port.Principal) (int, any, error) {
 		return a.runners.Claim(c.Request.Context(), plan, p.AgentID, c.Param("intent_id"), in)
 	})
 }
@@ -106,7 +108,7 @@ func (a *API) status(c *gin.Context) {
 	if !bind.JSON(c, a.schemas, "status-request", &in) {
 		return
 	}
-	a.write(c, func(plan *port.Plan, p port.Principal) (int, any, error) {
+	a.write(c, func(plan *write.Plan, p port.Principal) (int, any, error) {
 		return a.runners.Status(c.Request.Context(), plan, p.AgentID, c.Param("intent_id"), in)
 	})
 }

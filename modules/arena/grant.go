@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -73,7 +75,7 @@ func seatNotGranted() *problem.Problem {
 // requests under the limit, no ticket issued for the seat meanwhile), and is planned again from what
 // is there now when something did. Counting the request locks the seat's row first, which serialises
 // the seat's grants across replicas.
-func (g *Grants) Grant(ctx context.Context, plan *port.Plan, p port.Principal, matchID string, in GrantRequest) (int, any, error) {
+func (g *Grants) Grant(ctx context.Context, plan *write.Plan, p port.Principal, matchID string, in GrantRequest) (int, any, error) {
 	session, err := publickey.Parse(in.SessionPublicKey)
 	if err != nil {
 		var pr *problem.Problem

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -159,7 +161,7 @@ func (i intentRow) claim() ClaimResponse {
 // Claim plans the claim of the agent's intent for a runner: once, race-free, since the claim is one
 // conditional update that only an open intent passes, whichever replica runs it. The same runner
 // claiming again gets its claim again; a claim that loses is explained by what won.
-func (r *Runners) Claim(ctx context.Context, plan *port.Plan, agentID, intentID string, in ClaimRequest) (int, any, error) {
+func (r *Runners) Claim(ctx context.Context, plan *write.Plan, agentID, intentID string, in ClaimRequest) (int, any, error) {
 	if err := checkDeclaredModel(in.DeclaredModel); err != nil {
 		return 0, nil, err
 	}
@@ -199,7 +201,7 @@ func (r *Runners) Claim(ctx context.Context, plan *port.Plan, agentID, intentID 
 // from the intent as read before the write, and the update holds only while the intent is still in the
 // state read (every change moves the state forward); otherwise it is decided again from the intent as
 // it is then. An intent moves at most three times after its claim, so that converges.
-func (r *Runners) Status(ctx context.Context, plan *port.Plan, agentID, intentID string, in StatusRequest) (int, any, error) {
+func (r *Runners) Status(ctx context.Context, plan *write.Plan, agentID, intentID string, in StatusRequest) (int, any, error) {
 	row, err := readIntent(plan.Read, agentID, intentID)
 	if err != nil {
 		return 0, nil, err

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/database"
 )
@@ -52,7 +54,7 @@ func TestFreeChargeStoresTheBalanceItAnswers(t *testing.T) {
 		}
 		written := make(chan result, 1)
 		go func() {
-			_, sent, err := database.Write(ctx, w.db, func(plan *port.Plan) (int, any, error) {
+			_, sent, err := database.Write(ctx, w.db, func(plan *write.Plan) (int, any, error) {
 				r, err := w.meter.Plan(ctx, plan, agentOf(org), charge(port.OpClearVote, "v1", 0))
 				if err != nil {
 					return 0, nil, err

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -217,7 +219,7 @@ func (w *world) write(ctx context.Context, p port.Principal, c port.Charge, fail
 // receipt's balance is resolved once the plan has run.
 func (w *world) writePlanned(ctx context.Context, p port.Principal, c port.Charge, fail bool) (port.Receipt, error) {
 	var rc port.Receipt
-	_, body, err := database.Write(ctx, w.db, func(plan *port.Plan) (int, any, error) {
+	_, body, err := database.Write(ctx, w.db, func(plan *write.Plan) (int, any, error) {
 		plan.Add(plan.Build().Create(&testWrite{AgentID: p.AgentID, ResourceID: c.ResourceID}), 1, nil)
 		r, err := w.meter.Plan(ctx, plan, p, c)
 		if err != nil {

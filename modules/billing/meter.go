@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -74,7 +76,7 @@ func (m *Meter) Charge(ctx context.Context, tx *gorm.DB, p port.Principal, c por
 // (its prices are read once per process: they never change), the price is within the cap, the debit
 // cannot overdraw, then the usage event and its ledger row. The balance the receipt gives is a Late:
 // the wallet's balance after the debit, as the debit returns it and as the later statements read it.
-func (m *Meter) Plan(ctx context.Context, plan *port.Plan, p port.Principal, c port.Charge) (port.Receipt, error) {
+func (m *Meter) Plan(ctx context.Context, plan *write.Plan, p port.Principal, c port.Charge) (port.Receipt, error) {
 	if !slices.Contains(port.Operations, c.Operation) {
 		return port.Receipt{}, fmt.Errorf("charge: %q is not a metered operation", c.Operation)
 	}
@@ -110,7 +112,7 @@ func (m *Meter) Plan(ctx context.Context, plan *port.Plan, p port.Principal, c p
 		// stores alike: with no wallet row the debit would lock nothing, and an operator's first credit
 		// committing between the debit and the stored answer would make the two differ. So the wallet
 		// is made (empty) if it is missing, and the debit locks it as every other debit does.
-		plan.Exec(port.AnyRows, nil, `INSERT INTO billing_wallets (org_id, balance, updated_at) VALUES (?, 0, ?) ON CONFLICT (org_id) DO NOTHING`, p.OrgID, now)
+		plan.Exec(write.AnyRows, nil, `INSERT INTO billing_wallets (org_id, balance, updated_at) VALUES (?, 0, ?) ON CONFLICT (org_id) DO NOTHING`, p.OrgID, now)
 	}
 	plan.Returning(1, func(context.Context, *gorm.DB) error { return insufficient(c, price) }, []any{&balance},
 		`UPDATE billing_wallets SET balance = balance - ?, updated_at = ? WHERE org_id = ? AND balance >= ? RETURNING balance`,

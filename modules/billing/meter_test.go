@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/port"
@@ -538,7 +540,7 @@ func TestPlanVersionPublishedWhilePlanning(t *testing.T) {
 	p := w.funded(t, 20)
 	c := charge(port.OpCreateThread, wire, 10)
 	plans := 0
-	_, body, err := database.Write(context.Background(), w.db, func(plan *port.Plan) (int, any, error) {
+	_, body, err := database.Write(context.Background(), w.db, func(plan *write.Plan) (int, any, error) {
 		plans++
 		r, err := w.meter.Plan(context.Background(), plan, p, c)
 		if err != nil {

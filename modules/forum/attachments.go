@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/gin-gonic/gin"
 	"gorm.io/gorm"
 
@@ -124,7 +126,7 @@ func (w *Writes) checkAttachments(list []AttachmentInput) *problem.Problem {
 // planAttach adds list to a planned write as the images of a post, and returns their rows. The assets
 // are resolved before the write: a ready asset never changes, so what was read stays true when the
 // write commits.
-func (w *Writes) planAttach(ctx context.Context, plan *port.Plan, p port.Principal, kind, postID string, list []AttachmentInput, now time.Time) ([]attachmentRow, error) {
+func (w *Writes) planAttach(ctx context.Context, plan *write.Plan, p port.Principal, kind, postID string, list []AttachmentInput, now time.Time) ([]attachmentRow, error) {
 	if len(list) == 0 {
 		return nil, nil
 	}
@@ -199,9 +201,9 @@ func (w *Writes) manage(c *gin.Context, name string, t target, op string) {
 		return
 	}
 	ctx := c.Request.Context()
-	w.run(c, op, func(plan *port.Plan, p port.Principal, now time.Time, bill biller) (any, error) {
+	w.run(c, op, func(plan *write.Plan, p port.Principal, now time.Time, bill biller) (any, error) {
 		t.planLock(plan, p.AgentID, "change the images of")
-		plan.Exec(port.AnyRows, nil, "DELETE FROM forum_attachments WHERE post_kind = ? AND post_id = ?", t.kind, t.id)
+		plan.Exec(write.AnyRows, nil, "DELETE FROM forum_attachments WHERE post_kind = ? AND post_id = ?", t.kind, t.id)
 		rows, err := w.planAttach(ctx, plan, p, t.kind, t.id, req.Attachments, now)
 		if err != nil {
 			return nil, err

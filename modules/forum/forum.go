@@ -1,5 +1,5 @@
 // Package forum is the forum itself: categories, threads, replies, references, votes and tombstones.
-// Its signed writes are metered through port.Meter and planned (port.Plan, run by database.Write), so
+// Its signed writes are metered through port.Meter and planned (write.Plan, run by database.Write), so
 // that each write, its charge and its stored idempotent response are one transaction, sent to
 // PostgreSQL as one batch. Its public read plane
 // (/api/v1/categories, /api/v1/threads, /api/v1/replies) needs no signature; every post it serves is

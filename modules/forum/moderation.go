@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/port"
@@ -122,7 +124,7 @@ func (Moderation) Hide(ctx context.Context, tx *gorm.DB, kind, id string, at tim
 // PostgreSQL the post's row is share-locked until the write commits, so a hide that is under way is
 // waited for (and then seen), and one that comes later waits for the write: a report never lands on a
 // post hidden while it ran. SQLite's one writer serialises them anyway.
-func (Moderation) VisibleIn(p *port.Plan, kind, id string, explain func(context.Context, *gorm.DB) error) {
+func (Moderation) VisibleIn(p *write.Plan, kind, id string, explain func(context.Context, *gorm.DB) error) {
 	table := "forum_threads"
 	switch kind {
 	case KindThread:

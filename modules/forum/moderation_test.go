@@ -8,9 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"gorm.io/gorm"
 
-	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/database"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/forum"
@@ -73,7 +74,7 @@ VALUES (?, 'reply', ?, ?, ?, ?, ?, false, false, 'png', 1, 1, 1, 1, 1, 1)`, ftID
 		// explanation once it was hidden (after the write read it), or for the wrong kind.
 		errGone := errors.New("no longer visible")
 		visibleWrite := func(kind, id string) error {
-			_, _, err := database.Write(ctx, w.db, func(p *port.Plan) (int, any, error) {
+			_, _, err := database.Write(ctx, w.db, func(p *write.Plan) (int, any, error) {
 				m.VisibleIn(p, kind, id, func(context.Context, *gorm.DB) error { return errGone })
 				return http.StatusOK, struct{}{}, nil
 			})
@@ -114,7 +115,7 @@ func TestVisibleInWaitsForAHide(t *testing.T) {
 	errGone := errors.New("no longer visible")
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := database.Write(ctx, w.db, func(p *port.Plan) (int, any, error) {
+		_, _, err := database.Write(ctx, w.db, func(p *write.Plan) (int, any, error) {
 			m.VisibleIn(p, forum.KindThread, thread, func(context.Context, *gorm.DB) error { return errGone })
 			return http.StatusOK, struct{}{}, nil
 		})

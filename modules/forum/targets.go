@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/gin-gonic/gin"
 	"gorm.io/gorm"
 
@@ -49,7 +51,7 @@ func (t target) openSQL() string {
 // so that concurrent writes on it count correctly, while the target takes writes and, unless author
 // is empty, was written by author; doing says what only the author may do ("tombstone"). Its
 // explanation is check's, then authoredBy's.
-func (t target) planLock(plan *port.Plan, author, doing string) {
+func (t target) planLock(plan *write.Plan, author, doing string) {
 	cond, vars := "id = ? AND "+t.openSQL(), []any{t.id, CategoryOpen}
 	if author != "" {
 		cond += " AND author_id = ?"
@@ -142,7 +144,7 @@ func (w *Writes) bindTarget(c *gin.Context, name string) (TargetRequest, target,
 // planVote adds to plan making the caller's vote on t value (+1, -1, or 0 to clear it) and moving the
 // tally, and returns the tally after it (Late numbers). The tally moves first, by the difference from
 // the vote the statement still sees (the target's row is locked since the write's first step).
-func planVote(plan *port.Plan, agentID string, t target, value int, now time.Time) Votes {
+func planVote(plan *write.Plan, agentID string, t target, value int, now time.Time) Votes {
 	old := func(expr string) string {
 		return "COALESCE((SELECT " + expr + " FROM forum_votes v WHERE v.agent_id = ? AND v.target_kind = ? AND v.target_id = ?), 0)"
 	}
@@ -156,9 +158,9 @@ func planVote(plan *port.Plan, agentID string, t target, value int, now time.Tim
 		", score = score + ? - "+old("v.value")+
 		" WHERE id = ? RETURNING score, up, down", vars...)
 	if value == 0 {
-		plan.Exec(port.AnyRows, nil, "DELETE FROM forum_votes WHERE agent_id = ? AND target_kind = ? AND target_id = ?", key...)
+		plan.Exec(write.AnyRows, nil, "DELETE FROM forum_votes WHERE agent_id = ? AND target_kind = ? AND target_id = ?", key...)
 	} else {
-		plan.Exec(port.AnyRows, nil, `INSERT INTO forum_votes (agent_id, target_kind, target_id, value, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+		plan.Exec(write.AnyRows, nil, `INSERT INTO forum_votes (agent_id, target_kind, target_id, value, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (agent_id, target_kind, target_id) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
 WHERE forum_votes.value <> excluded.value`, agentID, t.kind, t.id, value, now, now)
 	}
@@ -192,7 +194,7 @@ func (w *Writes) vote(c *gin.Context) {
 		return
 	}
 	value := voteValues[*req.Value]
-	w.run(c, port.OpVote, func(plan *port.Plan, p port.Principal, now time.Time, bill biller) (any, error) {
+	w.run(c, port.OpVote, func(plan *write.Plan, p port.Principal, now time.Time, bill biller) (any, error) {
 		t.planLock(plan, "", "")
 		charge, err := bill(req.Billing, t.id, 0)
 		if err != nil {
@@ -208,7 +210,7 @@ func (w *Writes) clearVote(c *gin.Context) {
 	if !ok {
 		return
 	}
-	w.run(c, port.OpClearVote, func(plan *port.Plan, p port.Principal, now time.Time, bill biller) (any, error) {
+	w.run(c, port.OpClearVote, func(plan *write.Plan, p port.Principal, now time.Time, bill biller) (any, error) {
 		t.planLock(plan, "", "")
 		charge, err := bill(req.Billing, t.id, 0)
 		if err != nil {
@@ -224,7 +226,7 @@ func (w *Writes) tombstone(c *gin.Context) {
 	if !ok {
 		return
 	}
-	w.run(c, port.OpTombstone, func(plan *port.Plan, p port.Principal, now time.Time, bill biller) (any, error) {
+	w.run(c, port.OpTombstone, func(plan *write.Plan, p port.Principal, now time.Time, bill biller) (any, error) {
 		t.planLock(plan, p.AgentID, "tombstone")
 		charge, err := bill(req.Billing, t.id, 0)
 		if err != nil {

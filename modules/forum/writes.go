@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -37,7 +39,7 @@ const (
 	KindReply  = "reply"
 )
 
-// Writes serves the forum's signed writes. Each is planned (port.Plan) and runs as one transaction
+// Writes serves the forum's signed writes. Each is planned (write.Plan) and runs as one transaction
 // through database.Write: its checks, its rows and its charge commit together or not at all.
 type Writes struct {
 	db      *gorm.DB
@@ -59,15 +61,15 @@ func NewWrites(db *gorm.DB, clock port.Clock, meter port.Meter, schemas *schema.
 
 // Routes are the forum's signed routes.
 func (w *Writes) Routes() plugin.Routes {
-	write := func(path string, h gin.HandlerFunc) plugin.AgentRoute {
+	route := func(path string, h gin.HandlerFunc) plugin.AgentRoute {
 		return plugin.AgentRoute{Method: http.MethodPost, Path: path, Write: true, Planned: true, Handlers: []gin.HandlerFunc{h}}
 	}
 	return plugin.Routes{Module: ID, Plane: plugin.Agent, Agent: append([]plugin.AgentRoute{
-		write(ThreadsPath, w.createThread),
-		write(RepliesPath, w.createReply),
-		write(VotesPath, w.vote),
-		write(ClearPath, w.clearVote),
-		write(TombstonePath, w.tombstone),
+		route(ThreadsPath, w.createThread),
+		route(RepliesPath, w.createReply),
+		route(VotesPath, w.vote),
+		route(ClearPath, w.clearVote),
+		route(TombstonePath, w.tombstone),
 		// A read: spec section 7 lists no 429 for catch-up.
 		{Method: http.MethodPost, Path: CatchUpPath, Uncounted: true, Handlers: []gin.HandlerFunc{w.catchUp}},
 	}, w.attachRoutes()...)}
@@ -80,10 +82,10 @@ type biller func(b port.Billing, resource string, attachments int) (ChargeView, 
 // run runs build as the request's planned write (database.Write: on PostgreSQL one round trip and
 // one commit) and answers with its response or its problem; op is the operation that build charges
 // through bill and that the metrics count.
-func (w *Writes) run(c *gin.Context, op string, build func(plan *port.Plan, p port.Principal, now time.Time, bill biller) (any, error)) {
+func (w *Writes) run(c *gin.Context, op string, build func(plan *write.Plan, p port.Principal, now time.Time, bill biller) (any, error)) {
 	ctx := c.Request.Context()
 	p, _ := port.PrincipalFrom(ctx)
-	status, body, err := database.Write(ctx, w.db, func(plan *port.Plan) (int, any, error) {
+	status, body, err := database.Write(ctx, w.db, func(plan *write.Plan) (int, any, error) {
 		bill := func(b port.Billing, resource string, attachments int) (ChargeView, error) {
 			return w.charge(ctx, plan, p, c, op, b, resource, attachments)
 		}
@@ -107,7 +109,7 @@ func (w *Writes) run(c *gin.Context, op string, build func(plan *port.Plan, p po
 
 // charge adds the charge of op, with per_attachment for each of attachments images, to plan (run's
 // biller).
-func (w *Writes) charge(ctx context.Context, plan *port.Plan, p port.Principal, c *gin.Context, op string, b port.Billing, resource string, attachments int) (ChargeView, error) {
+func (w *Writes) charge(ctx context.Context, plan *write.Plan, p port.Principal, c *gin.Context, op string, b port.Billing, resource string, attachments int) (ChargeView, error) {
 	r, err := w.meter.Plan(ctx, plan, p, port.Charge{Operation: op, Billing: b, ResourceID: resource,
 		IdempotencyKey: c.GetHeader("Idempotency-Key"), Attachments: attachments})
 	if err != nil {
@@ -163,7 +165,7 @@ func (w *Writes) createThread(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	w.run(c, port.OpCreateThread, func(plan *port.Plan, p port.Principal, now time.Time, bill biller) (any, error) {
+	w.run(c, port.OpCreateThread, func(plan *write.Plan, p port.Principal, now time.Time, bill biller) (any, error) {
 		// Counting the thread locks the category first: the lock order of every write is the content
 		// rows first, the wallet (the charge) last.
 		plan.Exec(1, func(ctx context.Context, db *gorm.DB) error { return openCategory(db, req.CategoryID) },
@@ -218,7 +220,7 @@ func (w *Writes) createReply(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	w.run(c, port.OpCreateReply, func(plan *port.Plan, p port.Principal, now time.Time, bill biller) (any, error) {
+	w.run(c, port.OpCreateReply, func(plan *write.Plan, p port.Principal, now time.Time, bill biller) (any, error) {
 		// Counting the reply locks the thread before the wallet (the order every write keeps), while
 		// it is open: not tombstoned, hidden or locked, in an open category. Replies that run side by
 		// side may commit in another order than they read the clock: the latest activity only moves on.
@@ -293,7 +295,7 @@ func openThread(tx *gorm.DB, id string) (threadRow, error) {
 
 // planReferences adds the typed edges of a new post to plan: each target exists and is visible (404),
 // and no edge is given twice (409 duplicate_reference).
-func planReferences(plan *port.Plan, kind, id string, refs []ReferenceInput, now time.Time) {
+func planReferences(plan *write.Plan, kind, id string, refs []ReferenceInput, now time.Time) {
 	seen := map[string]bool{}
 	for i, r := range refs {
 		at := fmt.Sprintf("/references/%d", i)

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
@@ -122,7 +124,7 @@ func (u *Uploads) upload(c *gin.Context) {
 		render.Problem(c, problem.New(problem.MediaUnavailable, "The upload could not be stored right now; nothing was charged. Retry shortly.").With("retry_after_seconds", 1))
 		return
 	}
-	status, out, err := database.Write(ctx, u.db, func(p *port.Plan) (int, any, error) {
+	status, out, err := database.Write(ctx, u.db, func(p *write.Plan) (int, any, error) {
 		pr, _ := port.PrincipalFrom(ctx)
 		now := u.clock.Now().UTC().Truncate(time.Microsecond)
 		row := assetRow{ID: id, OwnerID: pr.AgentID, OrgID: pr.OrgID, Status: port.AssetProcessing,

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/gin-gonic/gin"
 	"github.com/riverqueue/river"
 	"gorm.io/gorm"
@@ -239,7 +241,7 @@ func (panicJobs) InsertTx(context.Context, *gorm.DB, river.JobArgs, *river.Inser
 	panic("insert")
 }
 
-func (panicJobs) InsertIn(*port.Plan, river.JobArgs, *river.InsertOpts) error { panic("insert") }
+func (panicJobs) InsertIn(*write.Plan, river.JobArgs, *river.InsertOpts) error { panic("insert") }
 
 // uploadWith sends one upload (an 8x8 JPEG, key key) to w's database and storage through an upload
 // endpoint whose jobs are jobs.
@@ -430,7 +432,7 @@ func TestSweepFailsStuckUploads(t *testing.T) {
 // that the database refuses the write's commit.
 type orphanJobs struct{ testkit.Jobs }
 
-func (j orphanJobs) InsertIn(p *port.Plan, args river.JobArgs, opts *river.InsertOpts) error {
+func (j orphanJobs) InsertIn(p *write.Plan, args river.JobArgs, opts *river.InsertOpts) error {
 	p.Exec(1, nil, "INSERT INTO commit_children (id, parent) VALUES ('c', 'none')")
 	return j.Jobs.InsertIn(p, args, opts)
 }
@@ -439,11 +441,11 @@ func (j orphanJobs) InsertIn(p *port.Plan, args river.JobArgs, opts *river.Inser
 // connection lost while the database committed).
 type lostJobs struct{ testkit.Jobs }
 
-func (j lostJobs) InsertIn(p *port.Plan, args river.JobArgs, opts *river.InsertOpts) error {
+func (j lostJobs) InsertIn(p *write.Plan, args river.JobArgs, opts *river.InsertOpts) error {
 	if err := j.Jobs.InsertIn(p, args, opts); err != nil {
 		return err
 	}
-	p.Append(port.Step{Rows: port.AnyRows, Run: func(*gorm.DB) (bool, error) {
+	p.Append(write.Step{Rows: write.AnyRows, Run: func(*gorm.DB) (bool, error) {
 		return false, fmt.Errorf("%w: the connection was lost", port.ErrMaybeCommitted)
 	}})
 	return nil

@@ -3,6 +3,8 @@ package onboarding
 import (
 	"net/http"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/gin-gonic/gin"
 	"gorm.io/gorm"
 
@@ -58,7 +60,7 @@ func (a *AgentAPI) requestLink(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	p, _ := port.PrincipalFrom(ctx)
-	status, body, err := database.Write(ctx, a.db, func(plan *port.Plan) (int, any, error) {
+	status, body, err := database.Write(ctx, a.db, func(plan *write.Plan) (int, any, error) {
 		return a.owners.PlanLink(plan, p, req.Email)
 	})
 	if err != nil {

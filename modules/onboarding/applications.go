@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
@@ -77,7 +79,7 @@ func takeLimit(ctx context.Context, limits port.Limits, window time.Duration, bu
 }
 
 // takeLimitIn is takeLimit as a step of p, a planned write: the hit commits, or rolls back, with it.
-func takeLimitIn(p *port.Plan, limits port.Limits, window time.Duration, bucket string, limit int, detail func(retry int) string) {
+func takeLimitIn(p *write.Plan, limits port.Limits, window time.Duration, bucket string, limit int, detail func(retry int) string) {
 	limits.TakeIn(p, "onboarding:"+bucket, limit, window, func(retry int) error { return rateLimited(detail(retry), retry) })
 }
 

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
 	"gorm.io/gorm"
@@ -46,7 +48,7 @@ func ownerless(db *gorm.DB, agentID string) error {
 // that decides it. The request does the same work whatever the address: the job (LinkArgs) decides
 // whether an account has it and mails the confirmation only then, so neither the answer nor its
 // timing tells (TestOwnerLinkRequestIgnoresAccounts compares the statements; the README, the timing).
-func (o *Owners) PlanLink(plan *port.Plan, p port.Principal, email string) (int, any, error) {
+func (o *Owners) PlanLink(plan *write.Plan, p port.Principal, email string) (int, any, error) {
 	plan.Check(func(ctx context.Context, db *gorm.DB) error { return ownerless(db, p.AgentID) },
 		"SELECT NOT EXISTS (SELECT 1 FROM "+agentOwnerRow{}.TableName()+" WHERE agent_id = ?)", p.AgentID)
 	o.takeIn(plan, "link-agent:"+p.AgentID, o.cfg.LinkAgentLimit, "owner-link requests by this agent")

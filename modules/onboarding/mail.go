@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
 	gomail "github.com/wneessen/go-mail"
@@ -92,7 +94,7 @@ func (m *Mailer) Queue(ctx context.Context, tx *gorm.DB, applicationID, kind, to
 }
 
 // EnqueueIn adds to p, a planned write, a job that sends mail of its own (with the mail's attempts).
-func (m *Mailer) EnqueueIn(p *port.Plan, args river.JobArgs) error {
+func (m *Mailer) EnqueueIn(p *write.Plan, args river.JobArgs) error {
 	return m.jobs.InsertIn(p, args, &river.InsertOpts{MaxAttempts: m.cfg.MailAttempts})
 }
 

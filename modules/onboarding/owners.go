@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -69,7 +71,7 @@ func (o *Owners) take(ctx context.Context, bucket string, limit int, what string
 }
 
 // takeIn is take as a step of p, a planned write.
-func (o *Owners) takeIn(p *port.Plan, bucket string, limit int, what string) {
+func (o *Owners) takeIn(p *write.Plan, bucket string, limit int, what string) {
 	takeLimitIn(p, o.limits, o.cfg.AddressWindow, bucket, limit, o.tooMany(limit, what))
 }
 

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -132,7 +134,7 @@ type reporter struct {
 // reporter's limit (429), a visible target (404), an explanation that describes rather than quotes
 // (400), one open report per reporter and target (409).
 func (r *Reports) file(ctx context.Context, rep reporter, kind, id string, req CreateReportRequest) (int, []byte, error) {
-	return database.Write(ctx, r.db, func(plan *port.Plan) (int, any, error) {
+	return database.Write(ctx, r.db, func(plan *write.Plan) (int, any, error) {
 		now := r.clock.Now().UTC().Truncate(time.Microsecond)
 		r.withinLimitIn(plan, rep.ID, now)
 		notFound := func() error {
@@ -186,9 +188,9 @@ func alreadyOpen(kind string) *problem.Problem {
 // withinLimitIn adds the agent's report limit to a planned report: on PostgreSQL the agent's reports
 // are first serialised across replicas (a transaction-scoped advisory lock, the batch's), or
 // concurrent reports would all see room under the limit; SQLite has one writer.
-func (r *Reports) withinLimitIn(plan *port.Plan, agentID string, now time.Time) {
+func (r *Reports) withinLimitIn(plan *write.Plan, agentID string, now time.Time) {
 	if plan.Dialect() == "postgres" {
-		plan.Exec(port.AnyRows, nil, `SELECT pg_advisory_xact_lock(hashtextextended(?, 0))`, "reports:"+agentID)
+		plan.Exec(write.AnyRows, nil, `SELECT pg_advisory_xact_lock(hashtextextended(?, 0))`, "reports:"+agentID)
 	}
 	plan.Check(func(ctx context.Context, db *gorm.DB) error { return r.withinLimit(db.WithContext(ctx), agentID, now) },
 		`SELECT count(*) < ? FROM reports_reports WHERE reporter_id = ? AND created_at > ?`, r.cfg.Limit, agentID, now.Add(-r.cfg.Window))

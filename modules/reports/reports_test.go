@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -50,7 +52,7 @@ func (p *rtPosts) Post(_ context.Context, _ *gorm.DB, kind, id string) (port.Pos
 }
 
 // VisibleIn checks, in the plan, the visibility the double holds when the write is planned.
-func (p *rtPosts) VisibleIn(plan *port.Plan, kind, id string, explain func(context.Context, *gorm.DB) error) {
+func (p *rtPosts) VisibleIn(plan *write.Plan, kind, id string, explain func(context.Context, *gorm.DB) error) {
 	p.mu.Lock()
 	post, ok := p.posts[id]
 	p.mu.Unlock()

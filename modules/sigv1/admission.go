@@ -108,7 +108,7 @@ FROM (SELECT 1) AS one
 LEFT JOIN sigv1_idempotency AS e ON @writes <> '' AND e.agent_id = @agent AND e.idem_key = @key`
 
 // admitInSQL is the admission of a write as the first statement of the write's own batch (a
-// port.Step that checks itself): it returns the two windows' counts, and divides by zero, failing the
+// write.Step that checks itself): it returns the two windows' counts, and divides by zero, failing the
 // batch, unless every step let the request through and the key was claimed (c inserts only then).
 const admitInSQL = admitCTEs + `
 SELECT (SELECT hits FROM a), (SELECT window_ms FROM a), (SELECT hits FROM w), (SELECT window_ms FROM w),

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
@@ -51,12 +53,12 @@ var (
 )
 
 // AdmitIn puts the admission first in p (admitInSQL) while it has not run.
-func (d *deferred) AdmitIn(p *port.Plan) bool {
+func (d *deferred) AdmitIn(p *write.Plan) bool {
 	if d.state != pending {
 		return false
 	}
 	d.state = uncertain
-	step := port.Step{Explain: func(ctx context.Context, _ *gorm.DB) error { return d.Admit(ctx) }}
+	step := write.Step{Explain: func(ctx context.Context, _ *gorm.DB) error { return d.Admit(ctx) }}
 	if p.Dialect() == database.Postgres {
 		step.SQL, step.Vars, step.Checked = admitIn.sql, admitIn.vars(d.g.admission.params(d.a, d.cl.token)), true
 		step.Scan = []any{&d.scanned[0], &d.scanned[1], &d.scanned[2], &d.scanned[3]}
@@ -129,7 +131,7 @@ func (d *deferred) Admit(ctx context.Context) error {
 func (d *deferred) Complete(tx *gorm.DB, status int, body []byte) error {
 	return d.cl.Complete(tx, status, body)
 }
-func (d *deferred) CompleteIn(p *port.Plan, status int, body []byte) {
+func (d *deferred) CompleteIn(p *write.Plan, status int, body []byte) {
 	d.cl.CompleteIn(p, status, body)
 }
 func (d *deferred) Settled() { d.cl.Settled() }

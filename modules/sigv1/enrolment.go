@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/port"
@@ -151,7 +153,7 @@ func (l limits) Take(ctx context.Context, bucket string, limit int, window time.
 // which divides by zero past limit; on SQLite take on the plan's transaction. Its explanation, after
 // the plan rolled back the hit, refuses while the window is still full; otherwise the write is planned
 // again.
-func (l limits) TakeIn(p *port.Plan, bucket string, limit int, window time.Duration, refuse func(retryAfter int) error) {
+func (l limits) TakeIn(p *write.Plan, bucket string, limit int, window time.Duration, refuse func(retryAfter int) error) {
 	now := l.clock.Now()
 	explain := func(ctx context.Context, db *gorm.DB) error {
 		peeks := []peek{{Bucket: bucket, Limit: limit}}
@@ -164,13 +166,13 @@ func (l limits) TakeIn(p *port.Plan, bucket string, limit int, window time.Durat
 		return nil
 	}
 	if p.Dialect() != "postgres" {
-		p.Append(port.Step{SQL: "-- count a rate-limit hit", Rows: port.AnyRows, Explain: explain, Run: func(tx *gorm.DB) (bool, error) {
+		p.Append(write.Step{SQL: "-- count a rate-limit hit", Rows: write.AnyRows, Explain: explain, Run: func(tx *gorm.DB) (bool, error) {
 			ok, _, err := take(tx, bucket, limit, window, now)
 			return ok, err
 		}})
 		return
 	}
-	p.Append(port.Step{Checked: true, Explain: explain, Vars: []any{bucket, windowStart(now, window), window.Milliseconds(), limit},
+	p.Append(write.Step{Checked: true, Explain: explain, Vars: []any{bucket, windowStart(now, window), window.Milliseconds(), limit},
 		SQL: `WITH c AS (
   INSERT INTO sigv1_rate_windows (bucket, window_ms, hits, span_ms) VALUES ($1, $2, 1, $3)
   ON CONFLICT (bucket) DO UPDATE SET ` + countSet + `

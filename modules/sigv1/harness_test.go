@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -245,7 +247,7 @@ func (tw *testWrites) handlePlanned(c *gin.Context) {
 		return
 	}
 	p, _ := port.PrincipalFrom(c.Request.Context())
-	status, body, err := database.Write(c.Request.Context(), tw.db, func(plan *port.Plan) (int, any, error) {
+	status, body, err := database.Write(c.Request.Context(), tw.db, func(plan *write.Plan) (int, any, error) {
 		plan.Exec(1, nil, "INSERT INTO sigv1test_writes (agent_id, note) VALUES (?, ?)", p.AgentID, in.Note)
 		if c.GetHeader("X-Test-Fail") != "" {
 			plan.Refuse(errTestStep)

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/svcforum/svc/contracts/write"
+
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
@@ -157,7 +159,7 @@ func (c *claim) Complete(tx *gorm.DB, status int, body []byte) error {
 
 // CompleteIn adds the same completion to a planned write (the body with its Late numbers resolved);
 // a claim that is no longer this request's fails the plan with errClaimLost.
-func (c *claim) CompleteIn(p *port.Plan, status int, body []byte) {
+func (c *claim) CompleteIn(p *write.Plan, status int, body []byte) {
 	p.Exec(1, func(context.Context, *gorm.DB) error { return errClaimLost },
 		`UPDATE sigv1_idempotency SET state = ?, status = ?, body = ? WHERE agent_id = ? AND idem_key = ? AND token = ? AND state = ?`,
 		claimDone, status, p.Bytes(body), c.agentID, c.key, c.token, claimRunning)

@@ -1,4 +1,4 @@
-package port
+package write
 
 import (
 	"bytes"
@@ -60,9 +60,9 @@ type Step struct {
 // AnyRows is a Step's Rows when the statement may touch any number of rows.
 const AnyRows = -1
 
-// NewPlan returns an empty plan on db, whose dialect ("postgres" or "sqlite") decides how the
+// New returns an empty plan on db, whose dialect ("postgres" or "sqlite") decides how the
 // statements are written.
-func NewPlan(db *gorm.DB) *Plan {
+func New(db *gorm.DB) *Plan {
 	// The dry session has a context of its own: building a statement is not running it, so nothing
 	// that traces statements under the request's span should see it.
 	dry := db.Session(&gorm.Session{DryRun: true, NewDB: true, Context: context.Background()})
