@@ -31,8 +31,8 @@ var ErrPlanUnsettled = errors.New("the write's conditions kept changing while it
 
 // Write runs a planned write: build plans it (write.Plan) and returns the 2xx status and the response
 // value; Write marshals the value (port.Marshal), adds the completion of the request's idempotency
-// claim (when it holds one), and runs the plan (RunPlan). It is port.Write for a write whose
-// statements are known before any runs: on PostgreSQL the whole write is one round trip and one
+// claim (when it holds one), and runs the plan (RunPlan). Every signed write runs through it: its
+// statements are known before any runs, so on PostgreSQL the whole write is one round trip and one
 // commit. The answer's bytes, with every Late resolved, are those the claim stored. An admission the
 // guard left to the write (port.Admission) is the plan's first step, so that the whole signed request
 // commits once.
@@ -62,7 +62,6 @@ func Write(ctx context.Context, db *gorm.DB, build func(p *write.Plan) (status i
 			return nil
 		})
 		if err != nil {
-			port.EndWrite(ctx, false)
 			return 0, nil, err
 		}
 		if failed < 0 {
@@ -70,10 +69,8 @@ func Write(ctx context.Context, db *gorm.DB, build func(p *write.Plan) (status i
 				claim.Settled()
 			}
 			p.Committed()
-			port.EndWrite(ctx, true)
 			return status, p.Resolve(body), nil
 		}
-		port.EndWrite(ctx, false)
 		if admitting && failed == 0 {
 			tries++ // the admission, explained by running it alone, is not the write's own try
 		}

@@ -46,12 +46,12 @@ func TestPlannedWrite(t *testing.T) {
 			Post    string `json:"post"`
 			Balance int64  `json:"balance"`
 		}
-		committed := 0 // port.OnCommit hooks run
+		committed := 0 // Plan.OnCommit hooks run
 		run := func(id string, price int64) (int, []byte, error) {
 			claim := &planClaim{}
-			ctx := port.WithCommitHooks(port.WithClaim(context.Background(), claim))
+			ctx := port.WithClaim(context.Background(), claim)
 			status, body, err := database.Write(ctx, db, func(p *write.Plan) (int, any, error) {
-				port.OnCommit(ctx, func() { committed++ })
+				p.OnCommit(func() { committed++ })
 				var balance int64
 				p.Exec(1, nil, "INSERT INTO plan_posts (id, body) VALUES (?, ?)", id, "hello")
 				p.Returning(1, func(context.Context, *gorm.DB) error { return errNoWallet }, []any{&balance},

@@ -26,6 +26,7 @@ import (
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/render"
 	"github.com/svcforum/svc/contracts/schema"
+	"github.com/svcforum/svc/contracts/write"
 	"github.com/svcforum/svc/database"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/billing"
@@ -179,7 +180,7 @@ func meteredDB(t *testing.T, cfg Config) *gorm.DB {
 const meteredPath = "/test/metered"
 
 // meteredOption contributes a metered write on the agent plane, the way a forum module does: it
-// inserts a row and charges create_reply in one transaction through port.Write. X-Test-Fail makes it
+// plans a row and the charge of create_reply as one write (database.Write). X-Test-Fail makes it
 // fail after the charge (nothing may commit); X-Test-Crash makes it panic after the commit, before it
 // answers (scenario 25: the response is stored, the client never saw it).
 func meteredOption() fx.Option {
@@ -201,18 +202,16 @@ func meteredOption() fx.Option {
 				render.Error(c, errors.New("no principal"))
 				return
 			}
-			status, body, err := port.Write(ctx, db, func(tx *gorm.DB) (int, any, error) {
+			status, body, err := database.Write(ctx, db, func(plan *write.Plan) (int, any, error) {
 				id := uuid.Must(uuid.NewV7()).String()
-				if err := tx.Exec("INSERT INTO "+meteredTable+" (id, agent_id, note) VALUES (?, ?, ?)", id, p.AgentID, in.Note).Error; err != nil {
-					return 0, nil, err
-				}
-				receipt, err := m.Charge(ctx, tx, p, port.Charge{Operation: port.OpCreateReply, Billing: in.Billing,
+				plan.Exec(1, nil, "INSERT INTO "+meteredTable+" (id, agent_id, note) VALUES (?, ?, ?)", id, p.AgentID, in.Note)
+				receipt, err := m.Plan(ctx, plan, p, port.Charge{Operation: port.OpCreateReply, Billing: in.Billing,
 					ResourceID: id, IdempotencyKey: c.GetHeader("Idempotency-Key")})
 				if err != nil {
 					return 0, nil, err
 				}
 				if c.GetHeader("X-Test-Fail") != "" {
-					return 0, nil, errors.New("injected failure after the charge")
+					plan.Refuse(errors.New("injected failure after the charge"))
 				}
 				return http.StatusCreated, map[string]any{"id": id, "price": receipt.Price, "balance": receipt.Balance,
 					"pricing_version": receipt.PricingVersion}, nil
@@ -227,7 +226,7 @@ func meteredOption() fx.Option {
 			render.Raw(c, status, body)
 		}
 		return plugin.Routes{Module: "metered", Plane: plugin.Agent, Agent: []plugin.AgentRoute{
-			{Method: http.MethodPost, Path: meteredPath, Write: true, Handlers: []gin.HandlerFunc{handle}},
+			{Method: http.MethodPost, Path: meteredPath, Write: true, Planned: true, Handlers: []gin.HandlerFunc{handle}},
 		}}
 	}))
 }
@@ -626,7 +625,7 @@ func TestWalletAndUsageEndpoints(t *testing.T) {
 }
 
 // Metered writes through the whole stack (reliability.md section 8, scenarios 9 and 18-25): the guard,
-// the idempotency claim, port.Write and the meter charge each write exactly once, atomically with it,
+// the idempotency claim, the planned write (database.Write) and the meter charge each write exactly once, atomically with it,
 // never above the declared cap and never below zero.
 func TestMeteredWritesThroughTheFullStack(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {

@@ -210,9 +210,6 @@ func mountAgent(group gin.IRouter, r plugin.Routes, guard *plugin.Guard) error {
 	return mount(group, plugin.Routes{Module: r.Module, Plane: r.Plane, Mount: func(g gin.IRouter) {
 		for _, route := range r.Agent {
 			handlers := []gin.HandlerFunc{func(c *gin.Context) { plugin.SetRoute(c, route); c.Next() }}
-			if route.Write {
-				handlers = append(handlers, commitHooks()) // only a write has something to count at its commit
-			}
 			handlers = append(handlers, guard.Handlers...)
 			g.Handle(route.Method, route.Path, append(handlers, route.Handlers...)...)
 		}

@@ -69,15 +69,6 @@ func dbBudget(timeout time.Duration) gin.HandlerFunc {
 	}
 }
 
-// commitHooks gives each signed write its list of commit hooks (port.OnCommit), so that what a write
-// counts inside its transaction is counted once the write commits.
-func commitHooks() gin.HandlerFunc {
-	return func(c *gin.Context) {
-		c.Request = c.Request.WithContext(port.WithCommitHooks(c.Request.Context()))
-		c.Next()
-	}
-}
-
 // observe logs one line per request, with the errors the handlers attached, and records the request's
 // metrics. Health probes log at debug level.
 func observe(listener string, log *slog.Logger, m *httpMetrics) gin.HandlerFunc {

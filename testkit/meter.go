@@ -15,7 +15,7 @@ import (
 	"github.com/svcforum/svc/contracts/problem"
 )
 
-// ChargeRow is the row Meter writes on the write's own transaction for each charge it accepts: it
+// ChargeRow is the row Meter adds to the write's own plan for each charge it accepts: it
 // exists exactly when the write committed. Migrate its table with the module's (db.AutoMigrate).
 type ChargeRow struct {
 	ID             string `gorm:"primaryKey;size:36"`
@@ -52,7 +52,7 @@ type MeterCall struct {
 }
 
 // Meter is a recording test double of port.Meter, for the tests of a module that charges through it
-// without owning billing: it records every call, writes a ChargeRow on the caller's transaction (so a
+// without owning billing: it records every call, adds a ChargeRow to the caller's planned write (so a
 // rolled-back write leaves none, as with the real meter), prices every operation at Price, refuses a
 // price above the declared cap like the real one, and can be told to refuse every charge.
 type Meter struct {
@@ -66,19 +66,6 @@ type Meter struct {
 
 // NewMeter returns a meter charging price for every operation.
 func NewMeter(price int64) *Meter { return &Meter{price: price} }
-
-// Charge records c and writes its row on tx, or refuses.
-func (m *Meter) Charge(ctx context.Context, tx *gorm.DB, p port.Principal, c port.Charge) (port.Receipt, error) {
-	row, rc, refusal, refused := m.decide(p, c)
-	m.record(p, c, refusal != nil && refused)
-	if refusal != nil {
-		return port.Receipt{}, refusal
-	}
-	if err := tx.Create(&row).Error; err != nil {
-		return port.Receipt{}, fmt.Errorf("record test charge: %w", err)
-	}
-	return rc, nil
-}
 
 // Plan adds c's row to plan, or a refusal where the real meter would refuse: before its rows. A
 // planned charge is recorded when it is decided: when its plan commits, or when its refusal is the

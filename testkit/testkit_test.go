@@ -9,18 +9,18 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/plugin"
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/problem"
+	"github.com/svcforum/svc/contracts/write"
 	"github.com/svcforum/svc/database"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/testkit"
 )
 
-// The meter double records every call, writes its row on the caller's transaction (none when the
-// transaction rolls back), refuses a price above the cap, and refuses everything when told to.
+// The meter double records every call, adds its row to the caller's planned write (none when the
+// write fails), refuses a price above the cap, and refuses everything when told to.
 func TestMeter(t *testing.T) {
 	db := dbtest.Open(t, database.SQLite)
 	if err := db.AutoMigrate(&testkit.ChargeRow{}); err != nil {
@@ -29,15 +29,16 @@ func TestMeter(t *testing.T) {
 	m := testkit.NewMeter(3)
 	p := port.Principal{AgentID: "a", OrgID: "o"}
 	charge := func(limit int64, rollback bool) error {
-		return db.Transaction(func(tx *gorm.DB) error {
-			if _, err := m.Charge(context.Background(), tx, p, port.Charge{Operation: port.OpVote, Billing: port.Billing{PricingVersion: "v", MaxCreditCost: limit}}); err != nil {
-				return err
+		_, _, err := database.Write(context.Background(), db, func(plan *write.Plan) (int, any, error) {
+			if _, err := m.Plan(context.Background(), plan, p, port.Charge{Operation: port.OpVote, Billing: port.Billing{PricingVersion: "v", MaxCreditCost: limit}}); err != nil {
+				return 0, nil, err
 			}
 			if rollback {
-				return errors.New("the write failed")
+				plan.Refuse(errors.New("the write failed"))
 			}
-			return nil
+			return http.StatusOK, struct{}{}, nil
 		})
+		return err
 	}
 	rows := func() int64 {
 		var n int64
@@ -60,8 +61,9 @@ func TestMeter(t *testing.T) {
 	if err := charge(10, false); !errors.As(err, &pr) || pr.Code != problem.InsufficientCredits || rows() != 1 {
 		t.Fatalf("refused: %v, %d rows", err, rows())
 	}
+	// A planned charge is recorded when it is decided: the failed write's never was.
 	calls := m.Calls()
-	if len(calls) != 4 || !calls[3].Refused || calls[0].Refused || calls[0].Principal != p {
+	if len(calls) != 3 || !calls[2].Refused || calls[0].Refused || calls[0].Principal != p {
 		t.Fatalf("calls %+v", calls)
 	}
 }

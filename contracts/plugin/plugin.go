@@ -207,7 +207,7 @@ type Nav struct {
 // Metrics are one module's Prometheus collectors: the host registers them on its registry, served at
 // /metrics on the admin listener (host/README.md lists them). Each metric is named "svc_<what>" and
 // its labels take a bounded set of values. A module counts something that happens inside a write's
-// transaction only once the write commits (port.OnCommit).
+// write only once the write commits (write.Plan.OnCommit).
 type Metrics struct {
 	Module     string
 	Collectors []prometheus.Collector

@@ -56,15 +56,14 @@ type Refund struct {
 	Reason     string // why, kept in the ledger: for an upload, its failure_code
 }
 
-// Meter charges metered writes (the billing module offers it). Charge runs on tx, the caller's write
-// transaction, so that the charge and the write commit or roll back together: a rolled-back write
-// leaves no charge, and an idempotent replay, which never runs the write again, charges nothing. It
-// refuses with a *problem.Problem: 409 pricing_version_not_accepted (with current_pricing_version),
+// Meter charges metered writes (the billing module offers it). Plan adds a charge to a planned write
+// (write.Plan), so that the charge and the write commit or roll back together: a write that fails
+// leaves no charge, and an idempotent replay, which never runs the write again, charges nothing. Its
+// refusals are *problem.Problem: 409 pricing_version_not_accepted (with current_pricing_version),
 // price_exceeds_cap (with effective_price) or insufficient_credits; the balance never goes negative.
 type Meter interface {
-	Charge(ctx context.Context, tx *gorm.DB, p Principal, c Charge) (Receipt, error)
-	// Plan adds the same charge to a planned write: its checks, in Charge's order, as steps of plan,
-	// and its rows. The receipt's Balance is a Late placeholder until the plan has run.
+	// Plan adds the charge to plan: its checks, in that order, as steps of plan, and its rows. The
+	// receipt's Balance is a Late placeholder until the plan has run.
 	Plan(ctx context.Context, plan *write.Plan, p Principal, c Charge) (Receipt, error)
 	// Refund gives back, on tx, the charge of r.Operation for r.ResourceID: its price returns to the
 	// wallet it was taken from, and a refund entry (naming the charge) joins the ledger and the agent's

@@ -5,17 +5,12 @@ import (
 	"errors"
 	"fmt"
 
-	"gorm.io/gorm"
-
 	"github.com/svcforum/svc/contracts/write"
 )
 
 // Claim is the idempotency claim the agent-plane guard holds for the write being served (WIRE.md
-// section 2). A write handler completes it inside its own transaction, through Write.
+// section 2). The planned write that serves the request (database.Write) completes it.
 type Claim interface {
-	// Complete stores status and body as the request's outcome on tx, the write's transaction, so that
-	// the stored response exists exactly when the write does.
-	Complete(tx *gorm.DB, status int, body []byte) error
 	// CompleteIn adds to p, a planned write, the step that stores status and body (Plan.Bytes) as
 	// the request's outcome, so that it commits with the write.
 	CompleteIn(p *write.Plan, status int, body []byte)
@@ -57,49 +52,3 @@ func Answer(status int, v any) ([]byte, error) {
 // (the connection dropped while the database committed), so whatever the write refers to outside the
 // database (an upload's stored original) is kept.
 var ErrMaybeCommitted = errors.New("the write's commit failed: it may have committed")
-
-// Write is the one helper every metered write runs through: it runs fn in one transaction on db; fn
-// does the write (and its charge) and returns the 2xx status and the response value. Write marshals
-// the value with Marshal and, in the same transaction, stores status and bytes as the outcome of the
-// request's idempotency claim (when the request holds one). Any error rolls all of it back; the guard
-// then releases the claim, so the key is free for a corrected retry. The caller writes body as it is
-// (render.Raw), so that a replay answers the same bytes.
-func Write(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) (status int, v any, err error)) (status int, body []byte, err error) {
-	// An admission left to the write runs first, on its own, committed: a planned write
-	// (database.Write) takes it into its batch instead.
-	if adm, ok := AdmissionFrom(ctx); ok {
-		if err := adm.Admit(ctx); err != nil {
-			EndWrite(ctx, false)
-			return 0, nil, err
-		}
-	}
-	claim, hasClaim := ClaimFrom(ctx)
-	committing := false // fn and the stored response succeeded: an error now is the commit's
-	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var v any
-		if status, v, err = fn(tx); err != nil {
-			return err
-		}
-		if body, err = Answer(status, v); err != nil {
-			return err
-		}
-		if hasClaim {
-			if err := claim.Complete(tx, status, body); err != nil {
-				return fmt.Errorf("store idempotent response: %w", err)
-			}
-		}
-		committing = true
-		return nil
-	})
-	EndWrite(ctx, err == nil)
-	if err != nil {
-		if committing {
-			err = fmt.Errorf("%w: %w", ErrMaybeCommitted, err)
-		}
-		return 0, nil, err
-	}
-	if hasClaim {
-		claim.Settled()
-	}
-	return status, body, nil
-}

@@ -97,7 +97,7 @@ func JSON(c *gin.Context, status int, v any) {
 	c.Render(status, jsonRender{mediaType: MediaType(c), value: v})
 }
 
-// Raw writes body, JSON already encoded (port.Write's result, or a stored idempotent response), with
+// Raw writes body, JSON already encoded (database.Write's result, or a stored idempotent response), with
 // status in the negotiated media type.
 func Raw(c *gin.Context, status int, body []byte) {
 	c.Render(status, rawRender{mediaType: MediaType(c), body: body})

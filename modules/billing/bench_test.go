@@ -3,6 +3,7 @@ package billing_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"runtime"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/svcforum/svc/contracts/port"
 	"github.com/svcforum/svc/contracts/schema"
+	"github.com/svcforum/svc/contracts/write"
 	"github.com/svcforum/svc/database"
 	"github.com/svcforum/svc/database/dbtest"
 	"github.com/svcforum/svc/modules/billing"
@@ -25,12 +27,13 @@ type benchDirectory struct{}
 
 func (benchDirectory) OrgExists(context.Context, string) (bool, error) { return true, nil }
 
-// BenchmarkCharge measures charges per second on PostgreSQL, each in its own transaction on one
-// organisation's wallet, with 1 and 8 concurrent writers: Meter.Charge (impl=svc) against the same four
-// statements run bare (impl=baseline: read the declared version, the conditional debit returning the
-// balance, the usage event, the ledger row, with the same UUIDv7 ids), in the same run. The baseline
-// skips what the Meter does around them: the operation and grace checks, decoding the prices, the
-// price and its cap, and gorm's mapping of rows to structs; that is what the ratio measures. Every
+// BenchmarkCharge measures charges per second on PostgreSQL, each committed on its own on one
+// organisation's wallet, with 1 and 8 concurrent writers: Meter.Plan run as a planned write
+// (database.Write: one batch, impl=svc) against the same four statements run bare in a transaction
+// (impl=baseline: read the declared version, the conditional debit returning the balance, the usage
+// event, the ledger row, with the same UUIDv7 ids, one round trip each), in the same run. The baseline
+// skips what the Meter does around them (the operation and grace checks, decoding the prices, the
+// price and its cap) and the batch that saves its round trips: the ratio is the two together. Every
 // charge is a fresh one, with its own Idempotency-Key and resource: nothing is retried or replayed.
 // `make bench` prints the ratio.
 func BenchmarkCharge(b *testing.B) {
@@ -50,30 +53,35 @@ func BenchmarkCharge(b *testing.B) {
 
 	impls := []struct {
 		name   string
-		charge func(tx *gorm.DB, key, resource string) error
+		charge func(key, resource string) error // one fresh charge, committed
 	}{
-		{"impl=baseline", func(tx *gorm.DB, key, resource string) error {
-			now := time.Now().UTC()
-			var version []map[string]any
-			if err := tx.Raw(`SELECT * FROM "billing_pricing_versions" WHERE code = ? LIMIT 1`, "bench").Scan(&version).Error; err != nil || len(version) != 1 {
-				return fmt.Errorf("read the version: %v (%d rows)", err, len(version))
-			}
-			var wallet []map[string]any
-			if err := tx.Raw(`UPDATE billing_wallets SET balance = balance - ?, updated_at = ?
+		{"impl=baseline", func(key, resource string) error {
+			return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+				now := time.Now().UTC()
+				var version []map[string]any
+				if err := tx.Raw(`SELECT * FROM "billing_pricing_versions" WHERE code = ? LIMIT 1`, "bench").Scan(&version).Error; err != nil || len(version) != 1 {
+					return fmt.Errorf("read the version: %v (%d rows)", err, len(version))
+				}
+				var wallet []map[string]any
+				if err := tx.Raw(`UPDATE billing_wallets SET balance = balance - ?, updated_at = ?
 WHERE org_id = ? AND balance >= ? RETURNING org_id, balance, updated_at`, 1, now, org, 1).Scan(&wallet).Error; err != nil || len(wallet) != 1 {
-				return fmt.Errorf("debit: %v (%d rows)", err, len(wallet))
-			}
-			event := newID()
-			if err := tx.Exec(`INSERT INTO "billing_usage_events" ("id","org_id","agent_id","operation","price","pricing_version","idempotency_key","resource_id","created_at") VALUES (?,?,?,?,?,?,?,?,?)`,
-				event, org, who.AgentID, port.OpCreateReply, 1, "bench", key, resource, now).Error; err != nil {
-				return err
-			}
-			return tx.Exec(`INSERT INTO "billing_ledger" ("id","org_id","kind","amount","balance_after","reason","usage_event_id","created_at") VALUES (?,?,?,?,?,?,?,?)`,
-				newID(), org, billing.KindCharge, 1, wallet[0]["balance"], port.OpCreateReply, event, now).Error
+					return fmt.Errorf("debit: %v (%d rows)", err, len(wallet))
+				}
+				event := newID()
+				if err := tx.Exec(`INSERT INTO "billing_usage_events" ("id","org_id","agent_id","operation","price","pricing_version","idempotency_key","resource_id","created_at") VALUES (?,?,?,?,?,?,?,?,?)`,
+					event, org, who.AgentID, port.OpCreateReply, 1, "bench", key, resource, now).Error; err != nil {
+					return err
+				}
+				return tx.Exec(`INSERT INTO "billing_ledger" ("id","org_id","kind","amount","balance_after","reason","usage_event_id","created_at") VALUES (?,?,?,?,?,?,?,?)`,
+					newID(), org, billing.KindCharge, 1, wallet[0]["balance"], port.OpCreateReply, event, now).Error
+			})
 		}},
-		{"impl=svc", func(tx *gorm.DB, key, resource string) error {
-			_, err := meter.Charge(ctx, tx, who, port.Charge{Operation: port.OpCreateReply,
-				Billing: port.Billing{PricingVersion: "bench", MaxCreditCost: 1}, ResourceID: resource, IdempotencyKey: key})
+		{"impl=svc", func(key, resource string) error {
+			_, _, err := database.Write(ctx, db, func(plan *write.Plan) (int, any, error) {
+				_, err := meter.Plan(ctx, plan, who, port.Charge{Operation: port.OpCreateReply,
+					Billing: port.Billing{PricingVersion: "bench", MaxCreditCost: 1}, ResourceID: resource, IdempotencyKey: key})
+				return http.StatusOK, struct{}{}, err
+			})
 			return err
 		}},
 	}
@@ -85,7 +93,7 @@ WHERE org_id = ? AND balance >= ? RETURNING org_id, balance, updated_at`, 1, now
 				// one runs one fresh charge in its own transaction.
 				one := func() {
 					key, resource := "bench-"+newID(), newID()
-					if err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return impl.charge(tx, key, resource) }); err != nil {
+					if err := impl.charge(key, resource); err != nil {
 						b.Error(err)
 					}
 				}

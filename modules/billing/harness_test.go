@@ -50,7 +50,6 @@ func (testWrite) TableName() string { return "billingtest_writes" }
 // world is one test's database and billing's components on it.
 type world struct {
 	dialect   string
-	planned   bool // write charges through Meter.Plan and database.Write, not Meter.Charge and port.Write
 	db        *gorm.DB
 	clock     *testkit.Clock
 	dir       *testkit.Directory
@@ -187,37 +186,10 @@ func (w *world) publish(t testing.TB, raw []byte) billing.Price {
 // errInjected is the failure a test write returns after its charge, before its commit.
 var errInjected = errors.New("injected failure after the charge")
 
-// write runs one metered test write as p through port.Write, the helper every metered write uses: it
-// inserts a test row and charges c in the same transaction; fail makes it fail after the charge. It
-// never calls t.Fatal, so goroutines may use it.
+// write runs one metered test write as p, planned (database.Write) as every metered write is: it adds
+// a test row and the charge of c to one plan; fail makes it fail after the charge. The receipt's
+// balance is resolved once the plan has run. It never calls t.Fatal, so goroutines may use it.
 func (w *world) write(ctx context.Context, p port.Principal, c port.Charge, fail bool) (port.Receipt, error) {
-	if w.planned {
-		return w.writePlanned(ctx, p, c, fail)
-	}
-	var rc port.Receipt
-	_, _, err := port.Write(ctx, w.db, func(tx *gorm.DB) (int, any, error) {
-		if err := tx.Create(&testWrite{AgentID: p.AgentID, ResourceID: c.ResourceID}).Error; err != nil {
-			return 0, nil, err
-		}
-		r, err := w.meter.Charge(ctx, tx, p, c)
-		if err != nil {
-			return 0, nil, err
-		}
-		if fail {
-			return 0, nil, errInjected
-		}
-		rc = r
-		return http.StatusCreated, map[string]any{"resource_id": c.ResourceID}, nil
-	})
-	if err != nil {
-		return port.Receipt{}, err
-	}
-	return rc, nil
-}
-
-// writePlanned is write as a planned write (database.Write), the way the forum's writes charge: the
-// receipt's balance is resolved once the plan has run.
-func (w *world) writePlanned(ctx context.Context, p port.Principal, c port.Charge, fail bool) (port.Receipt, error) {
 	var rc port.Receipt
 	_, body, err := database.Write(ctx, w.db, func(plan *write.Plan) (int, any, error) {
 		plan.Add(plan.Build().Create(&testWrite{AgentID: p.AgentID, ResourceID: c.ResourceID}), 1, nil)
@@ -242,30 +214,16 @@ func (w *world) writePlanned(ctx context.Context, p port.Principal, c port.Charg
 	return rc, nil
 }
 
-// eachWay runs f on each dialect, once charging in the write's transaction and once planned.
-func eachWay(t *testing.T, f func(t *testing.T, w *world)) {
+// each runs f on each dialect, in a world of its own.
+func each(t *testing.T, f func(t *testing.T, w *world)) {
 	t.Helper()
-	dbtest.Each(t, func(t *testing.T, dialect string) { bothWays(t, dialect, f) })
+	dbtest.Each(t, func(t *testing.T, dialect string) { f(t, newWorld(t, dialect)) })
 }
 
-// eachWayOnPostgres is eachWay on PostgreSQL only.
-func eachWayOnPostgres(t *testing.T, f func(t *testing.T, w *world)) {
+// eachOnPostgres is each on PostgreSQL only.
+func eachOnPostgres(t *testing.T, f func(t *testing.T, w *world)) {
 	t.Helper()
-	onPostgres(t, func(t *testing.T, dialect string) { bothWays(t, dialect, f) })
-}
-
-func bothWays(t *testing.T, dialect string, f func(t *testing.T, w *world)) {
-	for _, planned := range []bool{false, true} {
-		name := "transaction"
-		if planned {
-			name = "planned"
-		}
-		t.Run(name, func(t *testing.T) {
-			w := newWorld(t, dialect)
-			w.planned = planned
-			f(t, w)
-		})
-	}
+	onPostgres(t, func(t *testing.T, dialect string) { f(t, newWorld(t, dialect)) })
 }
 
 // charge is a port.Charge of op under version with cap; every charge gets its own resource and key.

@@ -30,49 +30,7 @@ type Meter struct {
 // NewMeter returns the meter.
 func NewMeter(clock port.Clock) *Meter { return &Meter{clock: clock, metrics: newMeterMetrics()} }
 
-// Charge checks the declaration, computes the effective price, debits the organisation's wallet with
-// one conditional update that cannot overdraw, and records the usage event and its ledger row, all on
-// tx. Refusals are 409 problems (port.Meter); nothing is written then.
-func (m *Meter) Charge(ctx context.Context, tx *gorm.DB, p port.Principal, c port.Charge) (port.Receipt, error) {
-	if !slices.Contains(port.Operations, c.Operation) {
-		return port.Receipt{}, fmt.Errorf("charge: %q is not a metered operation", c.Operation)
-	}
-	tx = tx.WithContext(ctx)
-	now := m.clock.Now()
-	v, err := accepted(tx, c.Billing.PricingVersion, now)
-	if err != nil {
-		return port.Receipt{}, err
-	}
-	pv, err := parsePrices(v)
-	if err != nil {
-		return port.Receipt{}, err
-	}
-	price, err := pv.price(c)
-	if err != nil {
-		return port.Receipt{}, err
-	}
-	balance, ok, err := debit(tx, p.OrgID, price, now)
-	if err != nil {
-		return port.Receipt{}, err
-	}
-	if !ok {
-		return port.Receipt{}, insufficient(c, price)
-	}
-	ev := UsageEvent{ID: newID(), OrgID: p.OrgID, AgentID: p.AgentID, Kind: KindCharge, Operation: c.Operation, Price: price,
-		PricingVersion: v.Code, IdempotencyKey: c.IdempotencyKey, ResourceID: c.ResourceID, CreatedAt: now}
-	if err := tx.Create(&ev).Error; err != nil {
-		return port.Receipt{}, fmt.Errorf("record usage event: %w", err)
-	}
-	entry := LedgerEntry{ID: newID(), OrgID: p.OrgID, Kind: KindCharge, Amount: price, BalanceAfter: balance,
-		Reason: c.Operation, UsageEventID: &ev.ID, CreatedAt: now}
-	if err := tx.Create(&entry).Error; err != nil {
-		return port.Receipt{}, fmt.Errorf("record charge: %w", err)
-	}
-	m.counted(ctx, c.Operation, price)
-	return port.Receipt{UsageEventID: ev.ID, Price: price, PricingVersion: v.Code, Balance: balance}, nil
-}
-
-// Plan adds the charge to a planned write, in Charge's order: the pricing version is still accepted
+// Plan adds the charge to a planned write, in this order: the pricing version is still accepted
 // (its prices are read once per process: they never change), the price is within the cap, the debit
 // cannot overdraw, then the usage event and its ledger row. The balance the receipt gives is a Late:
 // the wallet's balance after the debit, as the debit returns it and as the later statements read it.

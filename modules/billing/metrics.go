@@ -1,12 +1,9 @@
 package billing
 
 import (
-	"context"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/svcforum/svc/contracts/plugin"
-	"github.com/svcforum/svc/contracts/port"
 )
 
 // meterMetrics count what the meter charged, in writes that committed.
@@ -26,13 +23,8 @@ func newMeterMetrics() *meterMetrics {
 	}
 }
 
-// counted counts a charge of price credits for operation once the write that made it commits
-// (port.OnCommit): a charge whose write rolls back counts nothing.
-func (m *Meter) counted(ctx context.Context, operation string, price int64) {
-	port.OnCommit(ctx, m.count(operation, price))
-}
-
-// count returns what counts one charge, to run once it committed.
+// count returns what counts one charge, run once its write committed (write.Plan.OnCommit): a charge
+// whose write rolls back counts nothing.
 func (m *Meter) count(operation string, price int64) func() {
 	return func() {
 		m.metrics.credits.WithLabelValues(operation).Add(float64(price))

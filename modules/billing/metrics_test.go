@@ -18,7 +18,7 @@ func TestMetricsCountOnlyCommittedCharges(t *testing.T) {
 		w := newWorld(t, dialect)
 		w.publish(t, []byte(wireExample))
 		p := w.funded(t, 16)
-		ctx := port.WithCommitHooks(context.Background()) // as the host gives every request
+		ctx := context.Background()
 
 		if _, err := w.write(ctx, p, charge(port.OpCreateReply, wire, 100), true); !errors.Is(err, errInjected) {
 			t.Fatalf("got %v, want the injected failure", err)

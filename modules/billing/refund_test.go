@@ -39,7 +39,7 @@ func (w *world) refund(t testing.TB, r port.Refund) (port.Receipt, bool) {
 // ledger row of kind refund; the audit agrees. Refunding it again, in another transaction, changes
 // nothing; a resource with no charge has nothing to refund.
 func TestRefundGivesBackAChargeOnce(t *testing.T) {
-	eachWay(t, func(t *testing.T, w *world) {
+	each(t, func(t *testing.T, w *world) {
 		w.publish(t, []byte(wireExample))
 		p := w.funded(t, 10)
 		c := charge(port.OpMediaUpload, wire, 10)
@@ -104,7 +104,7 @@ func TestRefundGivesBackAChargeOnce(t *testing.T) {
 
 // A refund made in a transaction that rolls back leaves nothing, and the charge can still be refunded.
 func TestRefundRolledBackWithItsTransaction(t *testing.T) {
-	eachWay(t, func(t *testing.T, w *world) {
+	each(t, func(t *testing.T, w *world) {
 		w.publish(t, []byte(wireExample))
 		p := w.funded(t, 10)
 		c := charge(port.OpMediaUpload, wire, 10)
@@ -133,7 +133,7 @@ func TestRefundRolledBackWithItsTransaction(t *testing.T) {
 // Refunds of one charge racing in separate transactions (a job retried while its first attempt still
 // commits) give it back once: the refunded charge is a unique key.
 func TestRefundConcurrentOnce(t *testing.T) {
-	eachWay(t, func(t *testing.T, w *world) {
+	each(t, func(t *testing.T, w *world) {
 		w.publish(t, []byte(wireExample))
 		p := w.funded(t, 10)
 		c := charge(port.OpMediaUpload, wire, 10)

@@ -9,11 +9,11 @@ package forum_test
 // Why a test double of the meter rather than billing's Meter: the forum must not import another
 // module, and what these tests check is the forum's side of the contract: that each write charges once,
 // on its own transaction, for the right operation, resource and declaration, and that a refused
-// charge leaves no row. The double records every Charge and writes a row on the caller's transaction
-// (so a rolled-back write leaves no charge row, as with the real meter); it can be told to refuse with
+// charge leaves no row. The double records every charge and adds a row to the caller's plan
+// (so a failed write leaves no charge row, as with the real meter); it can be told to refuse with
 // a billing problem. The real Meter is tested in modules/billing, and the whole signed, metered path
 // (guard, idempotency, meter, forum) through the full stack in host/forum_test.go. Idempotent replay
-// is likewise left to sigv1 and host: the writes here run through port.Write without a claim.
+// is likewise left to sigv1 and host: the writes here run through database.Write without a claim.
 
 import (
 	"bytes"

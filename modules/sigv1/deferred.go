@@ -128,9 +128,6 @@ func (d *deferred) Admit(ctx context.Context) error {
 }
 
 // The claim (port.Claim) is the one the admission takes.
-func (d *deferred) Complete(tx *gorm.DB, status int, body []byte) error {
-	return d.cl.Complete(tx, status, body)
-}
 func (d *deferred) CompleteIn(p *write.Plan, status int, body []byte) {
 	d.cl.CompleteIn(p, status, body)
 }

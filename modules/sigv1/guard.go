@@ -32,7 +32,7 @@ const HeaderReplayed = "Idempotent-Replayed"
 // Guard is the verifier in front of every agent-plane route. It runs the checks of WIRE.md section 1
 // in the table's order, each refusing with its own status and code, then hands the verified identity
 // to the route (port.PrincipalFrom) and, for a write, holds the Idempotency-Key's claim while the route
-// runs (port.Write completes it).
+// runs (the planned write, database.Write, completes it).
 type Guard struct {
 	cfg       Config
 	clock     port.Clock
@@ -175,7 +175,7 @@ func (g *Guard) Handle(c *gin.Context) {
 		c.Next()
 		return
 	}
-	// A write that committed stored its response on the claim, and port.Write settled it: nothing is
+	// A write that committed stored its response on the claim, and database.Write settled it: nothing is
 	// left to do. Any other outcome, a panic included, frees the key for a corrected retry.
 	defer g.release(c, ctx, res.claim)
 	c.Request = c.Request.WithContext(port.WithClaim(handOn(c, span, ctx), res.claim))
@@ -236,9 +236,9 @@ func (g *Guard) release(c *gin.Context, ctx context.Context, cl *claim) {
 	case err != nil:
 		g.log.WarnContext(ctx, "idempotency key not released; it frees itself when its lease ends", "error", err)
 	case released && c.Writer.Status() >= 200 && c.Writer.Status() < 300:
-		// The route answered a success without storing it (it did not run through port.Write):
+		// The route answered a success without storing it (it did not run through database.Write):
 		// a retry would run it again.
-		g.log.ErrorContext(ctx, "a write answered 2xx without storing its response with port.Write", "route", c.FullPath())
+		g.log.ErrorContext(ctx, "a write answered 2xx without storing its response (database.Write)", "route", c.FullPath())
 	}
 }
 

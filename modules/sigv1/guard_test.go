@@ -101,7 +101,7 @@ func TestPanickingWriteFreesItsKey(t *testing.T) {
 	})
 }
 
-// A write route that answers 2xx without port.Write stores nothing, so a retry would run it again: the
+// A write route that answers 2xx without a planned write (database.Write) stores nothing, so a retry would run it again: the
 // guard says so in the log, as an error.
 func TestWriteWithoutPortWriteIsLogged(t *testing.T) {
 	w := newWorld(t, "sqlite")

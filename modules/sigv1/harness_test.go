@@ -194,9 +194,9 @@ type testWrite struct {
 func (testWrite) TableName() string { return "sigv1test_writes" }
 
 // testWrites is a write route like the forum's: POST /test/writes {"note": "..."} inserts a row
-// through port.Write and answers 201 with it. X-Test-Fail makes the write fail after its insert,
+// through a planned write (database.Write) and answers 201 with it. X-Test-Fail makes the write fail after its insert,
 // X-Test-Panic makes it panic there;
-// X-Test-Wait names a gate the handler waits on inside its transaction (release with open).
+// X-Test-Wait names a gate the handler waits on while it plans, holding its claim (release with open).
 type testWrites struct {
 	db          *gorm.DB
 	mu          sync.Mutex
@@ -285,11 +285,10 @@ func (tw *testWrites) handle(c *gin.Context) {
 		return
 	}
 	p, _ := port.PrincipalFrom(c.Request.Context())
-	status, body, err := port.Write(c.Request.Context(), tw.db, func(tx *gorm.DB) (int, any, error) {
-		row := testWrite{AgentID: p.AgentID, Note: in.Note}
-		if err := tx.Create(&row).Error; err != nil {
-			return 0, nil, err
-		}
+	// A write the guard admits first (the route is not Planned): it holds its claim while it plans, so
+	// X-Test-Wait keeps the key in flight.
+	status, body, err := database.Write(c.Request.Context(), tw.db, func(plan *write.Plan) (int, any, error) {
+		plan.Exec(1, nil, "INSERT INTO sigv1test_writes (agent_id, note) VALUES (?, ?)", p.AgentID, in.Note)
 		if name := c.GetHeader("X-Test-Wait"); name != "" {
 			<-tw.gate(name)
 		}
@@ -297,9 +296,9 @@ func (tw *testWrites) handle(c *gin.Context) {
 			panic("test write panics inside its transaction")
 		}
 		if c.GetHeader("X-Test-Fail") != "" {
-			return 0, nil, io.ErrUnexpectedEOF
+			plan.Refuse(io.ErrUnexpectedEOF)
 		}
-		return http.StatusCreated, map[string]any{"id": row.ID, "note": row.Note}, nil
+		return http.StatusCreated, map[string]any{"id": uuid.NewString(), "note": in.Note}, nil
 	})
 	if err != nil {
 		render.Error(c, err)

@@ -23,7 +23,7 @@ const ResponseTTL = 24 * time.Hour
 
 // Claims keep the Idempotency-Keys of writes (WIRE.md section 2), scoped per agent. A write first
 // claims its key in its own committed statement, so that concurrent requests with the key see the
-// claim; the write's transaction then stores its response on the claim (port.Write), and the guard
+// claim; the planned write then stores its response on the claim (CompleteIn, database.Write), and the guard
 // releases a claim whose write did not commit. A claim's lease frees the key of a crashed process.
 type Claims struct {
 	db    *gorm.DB
@@ -145,23 +145,11 @@ func (c *claim) held(q *gorm.DB) *gorm.DB {
 	return q.Where("agent_id = ? AND idem_key = ? AND token = ? AND state = ?", c.agentID, c.key, c.token, claimRunning)
 }
 
-// Complete stores the response on the claim inside tx, the write's transaction.
-func (c *claim) Complete(tx *gorm.DB, status int, body []byte) error {
-	res := c.held(tx.Model(&idempotency{})).Updates(map[string]any{"state": claimDone, "status": status, "body": body})
-	if res.Error != nil {
-		return res.Error
-	}
-	if res.RowsAffected != 1 {
-		return errClaimLost
-	}
-	return nil
-}
-
-// CompleteIn adds the same completion to a planned write (the body with its Late numbers resolved);
+// CompleteIn stores the response on the claim in a planned write (the body with its Late numbers resolved);
 // a claim that is no longer this request's fails the plan with errClaimLost.
 func (c *claim) CompleteIn(p *write.Plan, status int, body []byte) {
 	p.Exec(1, func(context.Context, *gorm.DB) error { return errClaimLost },
-		`UPDATE sigv1_idempotency SET state = ?, status = ?, body = ? WHERE agent_id = ? AND idem_key = ? AND token = ? AND state = ?`,
+		`UPDATE "sigv1_idempotency" SET state = ?, status = ?, body = ? WHERE agent_id = ? AND idem_key = ? AND token = ? AND state = ?`,
 		claimDone, status, p.Bytes(body), c.agentID, c.key, c.token, claimRunning)
 }
 

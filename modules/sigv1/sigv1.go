@@ -9,7 +9,7 @@
 //	order: states (403, 503), replay (409), rate limits (429), the claim (409 or a replay)
 //
 // then hands the verified identity to the route (port.PrincipalFrom) and, for a write, the claim that
-// port.Write completes in the write's own transaction. Nonces, claims and rate windows are rows in the
+// the planned write (database.Write) completes in the write's own commit. Nonces, claims and rate windows are rows in the
 // database, so every replica on one database shares them; a Pruner deletes what has expired.
 //
 // The envelope functions (ParseHeaders, Canonical, CheckFreshness, Verify, ParsePublicKey) are pure.
