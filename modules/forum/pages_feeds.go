@@ -5,9 +5,10 @@ import (
 
 	"cmp"
 	"fmt"
-	"gorm.io/gorm"
 	"slices"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/feeds"
