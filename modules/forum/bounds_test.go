@@ -91,7 +91,7 @@ var (
 
 // The bounds of CreateThreadRequest at their edges: the maximum passes and is stored as sent, one
 // more is 422 at its pointer. A non-empty attachments list is refused until media uploads exist.
-func TestFtBoundsThread(t *testing.T) {
+func TestBoundsThread(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -154,7 +154,7 @@ func TestFtBoundsThread(t *testing.T) {
 }
 
 // The bounds of CreateReplyRequest at their edges.
-func TestFtBoundsReply(t *testing.T) {
+func TestBoundsReply(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -197,7 +197,7 @@ func TestFtBoundsReply(t *testing.T) {
 }
 
 // The billing declaration of votes, clears and tombstones is bounded as everywhere.
-func TestFtBoundsTargetBilling(t *testing.T) {
+func TestBoundsTargetBilling(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -242,7 +242,7 @@ func list(list string, items []any) func(map[string]any) {
 }
 
 // The bounds of RecipeInput and its sub-records at their edges.
-func TestFtBoundsRecipe(t *testing.T) {
+func TestBoundsRecipe(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -366,7 +366,7 @@ func TestFtBoundsRecipe(t *testing.T) {
 // The content policy of posts (400 content_policy_violation with the member's pointer): valid UTF-8
 // without control characters other than newline and tab in bodies, a one-line title; emoji, CJK and
 // right-to-left text pass.
-func TestFtContentPolicy(t *testing.T) {
+func TestContentPolicy(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")

@@ -13,7 +13,7 @@ import (
 // then come as related replies however old they are, other posts only from the fourteen-day window on,
 // and a related reply inside the window is related, not general activity. Paged one post at a time,
 // every post comes once, in commit order; in one page, the same posts.
-func TestFtCatchUpRelatedBeforeWindow(t *testing.T) {
+func TestCatchUpRelatedBeforeWindow(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")

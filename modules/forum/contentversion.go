@@ -31,7 +31,8 @@ type contentToken struct {
 // soon as they commit, so that a replica reads its own writes at once.
 type ContentVersion struct {
 	db        *gorm.DB
-	dsn       string // where to listen for changes (PostgreSQL); "": read the version row (SQLite)
+	notifies  bool   // PostgreSQL notifies changes; else (SQLite) the version row is read
+	dsn       string // where to listen for them: "" where there is nowhere to
 	log       *slog.Logger
 	gen       atomic.Uint64
 	listening atomic.Bool
@@ -42,7 +43,8 @@ type ContentVersion struct {
 
 // NewContentVersion returns the version on db (the writes' pool); Start begins listening.
 func NewContentVersion(db *gorm.DB, log *slog.Logger) *ContentVersion {
-	return &ContentVersion{db: db, dsn: dialectOf(db).listenDSN(db), log: log}
+	d := dialectOf(db)
+	return &ContentVersion{db: db, notifies: d.notifies(), dsn: d.listenDSN(db), log: log}
 }
 
 // Start listens on NotifyChannel on PostgreSQL, until Stop.
@@ -75,7 +77,7 @@ func (v *ContentVersion) Changed() {
 // token returns the current version, and whether cached reads may be served and stored now.
 func (v *ContentVersion) token(ctx context.Context, row *versionRow) (contentToken, bool) {
 	t := contentToken{gen: v.gen.Load()}
-	if v.dsn != "" {
+	if v.notifies {
 		return t, v.listening.Load()
 	}
 	var err error

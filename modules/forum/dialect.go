@@ -32,8 +32,10 @@ type sqlDialect interface {
 	search(db *gorm.DB, terms []string, limit, offset int) ([]hitRow, error)
 	// shareLock is the clause that share-locks the rows a planned write checks, until it commits.
 	shareLock() string
-	// listenDSN is where the content version listens for changes (ContentVersion), "" where no
-	// notification exists and a version row is read instead.
+	// notifies reports whether every change to the forum's tables is notified (ContentVersion);
+	// where not, a version row is read instead.
+	notifies() bool
+	// listenDSN is where the content version listens for the notifications, "" where it cannot.
 	listenDSN(db *gorm.DB) string
 }
 

@@ -98,6 +98,8 @@ ORDER BY page.rank DESC, page.post_id DESC`, query, maxResults, query, maxResult
 // shareLock: a hide under way is waited for (and then seen), and one that comes later waits.
 func (postgresSQL) shareLock() string { return " FOR SHARE" }
 
+func (postgresSQL) notifies() bool { return true }
+
 func (postgresSQL) listenDSN(db *gorm.DB) string {
 	if d, ok := db.Dialector.(*postgres.Dialector); ok && d.Config != nil {
 		return d.DSN

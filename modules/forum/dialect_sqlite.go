@@ -55,4 +55,6 @@ WHERE forum_search MATCH ? ORDER BY rank, s.post_id DESC LIMIT ? OFFSET ?`, mark
 // shareLock: SQLite's one writer serialises the writes anyway.
 func (sqliteSQL) shareLock() string { return "" }
 
+func (sqliteSQL) notifies() bool { return false }
+
 func (sqliteSQL) listenDSN(*gorm.DB) string { return "" }

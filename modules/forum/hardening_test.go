@@ -26,7 +26,7 @@ import (
 
 // A private key in any form, anywhere in a post, is refused with 422 private_key_refused naming the
 // member; the problem never echoes it, nothing is stored and nothing is charged.
-func TestFtPrivateKeyRefused(t *testing.T) {
+func TestPrivateKeyRefused(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -88,7 +88,7 @@ func TestFtPrivateKeyRefused(t *testing.T) {
 // declared_model is a whole value: a private key alone in it, the bare seed and public key (64 bytes in
 // base64 or hex) included, is refused as such at /declared_model, on a thread as on a reply, and
 // nothing is stored or charged. (In free text such a value may be a quoted signature; here it is not.)
-func TestFtDeclaredModelBareKeyRefused(t *testing.T) {
+func TestDeclaredModelBareKeyRefused(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -121,7 +121,7 @@ func TestFtDeclaredModelBareKeyRefused(t *testing.T) {
 }
 
 // A title or body that is only spaces or invisible characters is a content policy violation.
-func TestFtBlankTextRefused(t *testing.T) {
+func TestBlankTextRefused(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -165,7 +165,7 @@ func ids(p forum.CatchUpResponse) []string {
 // the same catch-up, even though its id sorts before posts that page could have returned: catch-up
 // never passes a transaction still running. (PostgreSQL only: SQLite serialises writers, so a post
 // cannot commit while another write waits.)
-func TestFtCatchUpNeverSkipsALateCommit(t *testing.T) {
+func TestCatchUpNeverSkipsALateCommit(t *testing.T) {
 	w := newWorld(t, database.Postgres)
 	cat := w.category(t, "cooking")
 	author, reader := newAgent("author"), newAgent("reader")
@@ -209,7 +209,7 @@ VALUES (?, ?, ?, 'author', 'Committed late', 'Slow.', 'discussion', 0, 0, 0, 0, 
 
 // Catch-up cursors are sealed to the agent that got them: an edited one (a window widened past
 // fourteen days), or another agent's, is 400 invalid_cursor.
-func TestFtCatchUpCursorSealed(t *testing.T) {
+func TestCatchUpCursorSealed(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -239,7 +239,7 @@ func TestFtCatchUpCursorSealed(t *testing.T) {
 
 // Search pages at most maxResults deep: the page holding the thousandth result is the last, and a
 // cursor past it (which only the server could seal) is refused.
-func TestFtSearchDepthBounded(t *testing.T) {
+func TestSearchDepthBounded(t *testing.T) {
 	w := newWorld(t, database.SQLite)
 	cat := w.category(t, "cooking")
 	a := newAgent("cook-one")

@@ -70,7 +70,7 @@ func (w *world) follow(t *testing.T, first, schemaName string, items func(raw []
 
 // Every paged read of the read plane links to its next page (Link: <...>; rel="next"): following the
 // links alone walks the same items as following next_cursor.
-func TestFtReadNextLinks(t *testing.T) {
+func TestReadNextLinks(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")

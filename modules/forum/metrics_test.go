@@ -12,9 +12,9 @@ import (
 	"github.com/svcforum/svc/testkit"
 )
 
-// TestFtWritesCounted: a write that commits counts once under its kind; a write the meter refuses
+// TestWritesCounted: a write that commits counts once under its kind; a write the meter refuses
 // counts nothing.
-func TestFtWritesCounted(t *testing.T) {
+func TestWritesCounted(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "counted")
@@ -30,8 +30,8 @@ func TestFtWritesCounted(t *testing.T) {
 	})
 }
 
-// TestFtWritesCountedByOperation: each of the seven writes counts under the operation it is charged as.
-func TestFtWritesCountedByOperation(t *testing.T) {
+// TestWritesCountedByOperation: each of the seven writes counts under the operation it is charged as.
+func TestWritesCountedByOperation(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorldWith(t, dialect, assets{})
 		cat := w.category(t, "counted")

@@ -1,17 +1,15 @@
 package forum
 
 import (
-	"errors"
-
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/feeds"
+	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/site"

@@ -92,7 +92,7 @@ func (w *world) walk(t testing.TB, slug, sort string, limit int, between func(pa
 }
 
 // The categories, listed by slug and one by one; an unknown slug is 404.
-func TestFtReadCategories(t *testing.T) {
+func TestReadCategories(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		ids := map[string]string{}
@@ -126,7 +126,7 @@ func TestFtReadCategories(t *testing.T) {
 }
 
 // A category's threads, newest first and by score; other categories' threads stay out.
-func TestFtReadThreadOrders(t *testing.T) {
+func TestReadThreadOrders(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -163,7 +163,7 @@ func TestFtReadThreadOrders(t *testing.T) {
 
 // Paging with limit walks every thread exactly once, also while new threads arrive between pages:
 // for newest they are newer than the cursor and never show up in later pages.
-func TestFtReadPagingWithInserts(t *testing.T) {
+func TestReadPagingWithInserts(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -224,7 +224,7 @@ func TestFtReadPagingWithInserts(t *testing.T) {
 
 // A thread's replies in creation order, threaded by parent_reply_id; paging walks them once, and
 // replies added while paging come after.
-func TestFtReadReplies(t *testing.T) {
+func TestReadReplies(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -294,7 +294,7 @@ func TestFtReadReplies(t *testing.T) {
 
 // A tombstoned thread or reply keeps its place, author, votes and replies, but shows no title, body,
 // recipe or references, on every view.
-func TestFtReadTombstones(t *testing.T) {
+func TestReadTombstones(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -375,7 +375,7 @@ func TestFtReadTombstones(t *testing.T) {
 
 // Every read answers with an ETag and Cache-Control, and 304 without a body to a matching
 // If-None-Match; the ETag changes when the content does.
-func TestFtReadCaching(t *testing.T) {
+func TestReadCaching(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -429,7 +429,7 @@ func TestFtReadCaching(t *testing.T) {
 }
 
 // A bad limit is 400 bad_request; a cursor the list did not issue is 400 invalid_cursor.
-func TestFtReadBadPaging(t *testing.T) {
+func TestReadBadPaging(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -504,7 +504,7 @@ func TestFtReadBadPaging(t *testing.T) {
 }
 
 // The read plane's ids are lowercase UUIDs: any other spelling, or an id of the other kind, is 404.
-func TestFtReadIDs(t *testing.T) {
+func TestReadIDs(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -530,7 +530,7 @@ func TestFtReadIDs(t *testing.T) {
 
 // The created_at a write answers is the one the read plane serves, to the digit, whatever the
 // precision of the clock.
-func TestFtCreatedAtMatchesReadPlane(t *testing.T) {
+func TestCreatedAtMatchesReadPlane(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -563,7 +563,7 @@ func TestFtCreatedAtMatchesReadPlane(t *testing.T) {
 // A cursor is sealed: the server accepts only what it issued for the same list, unchanged (WIRE.md
 // section 5: a cursor not issued by the server is 400 invalid_cursor). An edited position, a cursor
 // of another list, a re-encoding, or one sealed under another key is refused.
-func TestFtReadCursorNotIssued(t *testing.T) {
+func TestReadCursorNotIssued(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")

@@ -88,7 +88,7 @@ func jsonValue(t testing.TB, v any) any {
 
 // A recipe is stored and served as sent, every optional member included, with its source URLs in
 // their normalised form: host lower-cased, an IDN host in punycode, :443 dropped.
-func TestFtRecipeStoredAndServed(t *testing.T) {
+func TestRecipeStoredAndServed(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -150,7 +150,7 @@ func TestFtRecipeStoredAndServed(t *testing.T) {
 
 // Positions are unique within ingredients, steps, tips and sources (422 at the repeat); any order and
 // gaps are fine.
-func TestFtRecipePositions(t *testing.T) {
+func TestRecipePositions(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -188,7 +188,7 @@ func TestFtRecipePositions(t *testing.T) {
 
 // Each ingredient has one quantity per serving count: two for the same count is 422, in any order
 // the four are fine.
-func TestFtRecipeQuantities(t *testing.T) {
+func TestRecipeQuantities(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -212,7 +212,7 @@ func TestFtRecipeQuantities(t *testing.T) {
 
 // The source URLs of reliability.md scenarios 35-38 are refused with 422 at their pointer; nothing is
 // written or charged.
-func TestFtRecipeUnsafeURLs(t *testing.T) {
+func TestRecipeUnsafeURLs(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -251,7 +251,7 @@ func TestFtRecipeUnsafeURLs(t *testing.T) {
 
 // The content policy covers every text of a recipe (400 content_policy_violation at its pointer);
 // multi-line texts take newlines and tabs, one-line texts do not; emoji and CJK pass everywhere.
-func TestFtRecipeContentPolicy(t *testing.T) {
+func TestRecipeContentPolicy(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")

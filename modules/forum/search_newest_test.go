@@ -12,7 +12,7 @@ import (
 )
 
 // Search answers the best match first, threads and replies alike, and pages through every match.
-func TestFtSearchBestFirst(t *testing.T) {
+func TestSearchBestFirst(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -44,7 +44,7 @@ func TestFtSearchBestFirst(t *testing.T) {
 
 // On PostgreSQL search ranks the newest thousand matches: with more, an older post never shows, however
 // well it matches, and the thousand newest do, best first (README, Decisions).
-func TestFtSearchRanksNewestMatches(t *testing.T) {
+func TestSearchRanksNewestMatches(t *testing.T) {
 	w := newWorld(t, database.Postgres)
 	cat := w.category(t, "cooking")
 	a := newAgent("cook-one")

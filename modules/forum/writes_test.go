@@ -19,7 +19,7 @@ import (
 
 // Each write answers with its schema, charges once on its own transaction for its operation and
 // resource with the declared billing and the request's Idempotency-Key, and shows on the read plane.
-func TestFtWritesChargeOnceAndShow(t *testing.T) {
+func TestWritesChargeOnceAndShow(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -115,7 +115,7 @@ func TestFtWritesChargeOnceAndShow(t *testing.T) {
 }
 
 // Statuses 404: the module answers not_found for every id that names nothing, and charges nothing.
-func TestFtNotFound(t *testing.T) {
+func TestNotFound(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -164,7 +164,7 @@ func TestFtNotFound(t *testing.T) {
 
 // Statuses 403: a category that is not open, a tombstoned thread, another agent's post, a tombstoned
 // vote target. Nothing is written or charged.
-func TestFtForbidden(t *testing.T) {
+func TestForbidden(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -223,7 +223,7 @@ func TestFtForbidden(t *testing.T) {
 
 // The same edge twice in one request is 409 duplicate_reference, and nothing of the post is kept;
 // different edges to the same target are distinct and all kept, in the order sent.
-func TestFtDuplicateReference(t *testing.T) {
+func TestDuplicateReference(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -285,7 +285,7 @@ func TestFtDuplicateReference(t *testing.T) {
 
 // Exactly one target: votes, clears and tombstones naming both or neither are 400 bad_request; a
 // reference naming both or neither is 422; a parent reply of another thread is 422.
-func TestFtTargetRules(t *testing.T) {
+func TestTargetRules(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -339,7 +339,7 @@ func TestFtTargetRules(t *testing.T) {
 
 // A refused charge (the meter answers a billing problem) is answered as it is, and leaves no row:
 // no thread, reply, reference, vote or tombstone, no count moved.
-func TestFtRefusedChargeWritesNothing(t *testing.T) {
+func TestRefusedChargeWritesNothing(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -401,7 +401,7 @@ func TestFtRefusedChargeWritesNothing(t *testing.T) {
 }
 
 // A reference must name visible content: a tombstoned thread or reply is 404.
-func TestFtReferenceToTombstoned(t *testing.T) {
+func TestReferenceToTombstoned(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -426,7 +426,7 @@ func TestFtReferenceToTombstoned(t *testing.T) {
 
 // Votes: a later vote replaces the earlier one, a clear removes it, a clear without a vote changes
 // nothing, votes of different agents add up; the read plane shows the same tally.
-func TestFtVotes(t *testing.T) {
+func TestVotes(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -471,7 +471,7 @@ func TestFtVotes(t *testing.T) {
 
 // Twenty agents voting on one thread at once, each in its own request, count exactly twenty; and
 // twenty replacements at once move the tally exactly.
-func TestFtConcurrentVotes(t *testing.T) {
+func TestConcurrentVotes(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		cat := w.category(t, "cooking")
@@ -560,7 +560,7 @@ func TestFtConcurrentVotes(t *testing.T) {
 
 // Categories.Create and Update: the slug pattern, a taken slug, the bounds and the policy of name and
 // description, the states.
-func TestFtCategoriesAdmin(t *testing.T) {
+func TestCategoriesAdmin(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		ctx := context.Background()
