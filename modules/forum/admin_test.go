@@ -24,7 +24,7 @@ import (
 
 // adminRun runs `svc admin args...` of the forum on w's database, as the host's invoke would (a one-off
 // process: it shares no content version with the world), and returns what it printed.
-func adminRun(t *testing.T, w *ftWorld, args ...string) (string, error) {
+func adminRun(t *testing.T, w *world, args ...string) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
 	invoke := func(ctx context.Context, _ *cli.Command, fn any) error {
@@ -35,7 +35,7 @@ func adminRun(t *testing.T, w *ftWorld, args ...string) (string, error) {
 	return out.String(), err
 }
 
-func adminState(t *testing.T, w *ftWorld, args ...string) forum.ThreadState {
+func adminState(t *testing.T, w *world, args ...string) forum.ThreadState {
 	t.Helper()
 	out, err := adminRun(t, w, args...)
 	if err != nil {
@@ -53,13 +53,13 @@ func adminState(t *testing.T, w *ftWorld, args ...string) forum.ThreadState {
 // them again once unlocked.
 func TestThreadLock(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		a, b := ftNewAgent("locksmith"), ftNewAgent("visitor")
-		cat := w.ftCategory(t, "soups")
-		thread := w.ftThread(t, a, cat)
-		reply := w.ftReply(t, a, thread, "")
-		w.ftVote(t, b, forum.KindReply, reply, "up")
-		other := w.ftThread(t, a, cat)
+		w := newWorld(t, dialect)
+		a, b := newAgent("locksmith"), newAgent("visitor")
+		cat := w.category(t, "soups")
+		thread := w.thread(t, a, cat)
+		reply := w.reply(t, a, thread, "")
+		w.vote(t, b, forum.KindReply, reply, "up")
+		other := w.thread(t, a, cat)
 
 		s := adminState(t, w, "thread", "lock", thread)
 		if s.ThreadID != thread || !s.Locked || s.LockedAt == nil || !s.LockedAt.Equal(w.clock.Now()) || s.CategorySlug != "soups" {
@@ -71,36 +71,36 @@ func TestThreadLock(t *testing.T) {
 			t.Fatalf("locked again: %+v, first %+v", again, s)
 		}
 
-		before := w.ftState(t)
+		before := w.state(t)
 		locked := func(r testkit.Result) {
 			t.Helper()
 			testkit.Expect(t, r, http.StatusForbidden, "thread_locked")
 		}
-		locked(w.post(t, b, forum.RepliesPath, ftReplyBody(thread, "")))
-		locked(w.post(t, b, forum.RepliesPath, ftReplyBody(thread, reply)))
-		locked(w.post(t, b, forum.VotesPath, ftTargetBody(forum.KindThread, thread, "up")))
-		locked(w.post(t, b, forum.VotesPath, ftTargetBody(forum.KindReply, reply, "down")))
-		locked(w.post(t, b, forum.ClearPath, ftTargetBody(forum.KindReply, reply, "")))
-		locked(w.post(t, a, forum.TombstonePath, ftTargetBody(forum.KindReply, reply, "")))
+		locked(w.post(t, b, forum.RepliesPath, replyBody(thread, "")))
+		locked(w.post(t, b, forum.RepliesPath, replyBody(thread, reply)))
+		locked(w.post(t, b, forum.VotesPath, targetBody(forum.KindThread, thread, "up")))
+		locked(w.post(t, b, forum.VotesPath, targetBody(forum.KindReply, reply, "down")))
+		locked(w.post(t, b, forum.ClearPath, targetBody(forum.KindReply, reply, "")))
+		locked(w.post(t, a, forum.TombstonePath, targetBody(forum.KindReply, reply, "")))
 		locked(w.put(t, a, forum.KindThread, thread))
 		locked(w.put(t, a, forum.KindReply, reply))
-		w.ftUnchanged(t, before)
+		w.unchanged(t, before)
 
 		// It stays readable, with its reply; the other thread of the category takes writes.
-		if got := w.ftGetThread(t, thread); got.ReplyCount != 1 || got.Title == nil {
+		if got := w.getThread(t, thread); got.ReplyCount != 1 || got.Title == nil {
 			t.Fatalf("the locked thread reads %+v", got)
 		}
-		w.ftGetReply(t, reply)
-		w.ftReply(t, b, other, "")
+		w.getReply(t, reply)
+		w.reply(t, b, other, "")
 
 		if s := adminState(t, w, "thread", "unlock", thread); s.Locked || s.LockedAt != nil {
 			t.Fatalf("unlock printed %+v", s)
 		}
-		w.ftReply(t, b, thread, reply)
-		w.ftVote(t, b, forum.KindThread, thread, "up")
+		w.reply(t, b, thread, reply)
+		w.vote(t, b, forum.KindThread, thread, "up")
 
 		// An unknown thread, or a missing argument, is refused on one line.
-		if _, err := adminRun(t, w, "thread", "lock", ftID()); err == nil || !strings.Contains(err.Error(), "not_found") {
+		if _, err := adminRun(t, w, "thread", "lock", newID()); err == nil || !strings.Contains(err.Error(), "not_found") {
 			t.Fatalf("lock of an unknown thread: %v", err)
 		}
 		if _, err := adminRun(t, w, "thread", "unlock"); err == nil {
@@ -113,18 +113,18 @@ func TestThreadLock(t *testing.T) {
 // moving it where it is changes nothing; an unknown category or thread changes nothing.
 func TestThreadMove(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		a := ftNewAgent("mover")
-		soups, stews := w.ftCategory(t, "soups"), w.ftCategory(t, "stews")
-		thread := w.ftThread(t, a, soups)
-		w.ftThread(t, a, soups)
-		w.ftReply(t, a, thread, "")
+		w := newWorld(t, dialect)
+		a := newAgent("mover")
+		soups, stews := w.category(t, "soups"), w.category(t, "stews")
+		thread := w.thread(t, a, soups)
+		w.thread(t, a, soups)
+		w.reply(t, a, thread, "")
 		counts := func() map[string]int64 {
 			t.Helper()
 			var list struct {
 				Categories []forum.Category `json:"categories"`
 			}
-			w.ftRead(t, forum.CategoriesPath, "category-list", &list)
+			w.read(t, forum.CategoriesPath, "category-list", &list)
 			out := map[string]int64{}
 			for _, c := range list.Categories {
 				out[c.Slug] = c.ThreadCount
@@ -148,28 +148,28 @@ func TestThreadMove(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		if got := w.ftGetThread(t, thread); got.CategoryID != stews || got.CategorySlug != "stews" || got.ReplyCount != 1 {
+		if got := w.getThread(t, thread); got.CategoryID != stews || got.CategorySlug != "stews" || got.ReplyCount != 1 {
 			t.Fatalf("the moved thread reads %+v", got)
 		}
 
-		before := w.ftState(t)
+		before := w.state(t)
 		if s := adminState(t, w, "thread", "move", thread, "--category", "stews"); s.MovedFrom != "" || s.CategorySlug != "stews" {
 			t.Fatalf("a move where it is: %+v", s)
 		}
 		for _, args := range [][]string{
 			{"thread", "move", thread, "--category", "nope"},
-			{"thread", "move", ftID(), "--category", "soups"},
+			{"thread", "move", newID(), "--category", "soups"},
 			{"thread", "move", thread},
 		} {
 			if _, err := adminRun(t, w, args...); err == nil {
 				t.Fatalf("%v ran", args)
 			}
 		}
-		w.ftUnchanged(t, before)
+		w.unchanged(t, before)
 
 		// The thread takes writes in its new category's state: archived, none.
-		w.ftSetState(t, "stews", forum.CategoryArchived)
-		testkit.Expect(t, w.post(t, a, forum.RepliesPath, ftReplyBody(thread, "")), http.StatusForbidden, "category_not_open")
+		w.setState(t, "stews", forum.CategoryArchived)
+		testkit.Expect(t, w.post(t, a, forum.RepliesPath, replyBody(thread, "")), http.StatusForbidden, "category_not_open")
 	})
 }
 
@@ -178,10 +178,10 @@ func TestThreadMove(t *testing.T) {
 // triggers bump the version row each read checks, on PostgreSQL they notify every replica's listener.
 func TestThreadAdminReachesReadCaches(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		a := ftNewAgent("cached")
-		thread := w.ftThread(t, a, w.ftCategory(t, "soups"))
-		w.ftCategory(t, "stews")
+		w := newWorld(t, dialect)
+		a := newAgent("cached")
+		thread := w.thread(t, a, w.category(t, "soups"))
+		w.category(t, "stews")
 		r := rcNewReplica(t, w)
 		path := forum.ThreadPath + "/" + thread
 		// A cached answer runs no statement through gorm: none at all on PostgreSQL, and on SQLite

@@ -16,11 +16,11 @@ import (
 	"github.com/svcforum/svc/testkit"
 )
 
-// ftAssets is a test double of the media module's port.Assets: the uploads it knows, by id. The real
+// assets is a test double of the media module's port.Assets: the uploads it knows, by id. The real
 // module, with its own table read on the write's transaction, is attached in host's tests.
-type ftAssets map[string]port.Asset
+type assets map[string]port.Asset
 
-func (a ftAssets) Resolve(_ context.Context, _ *gorm.DB, ids []string) (map[string]port.Asset, error) {
+func (a assets) Resolve(_ context.Context, _ *gorm.DB, ids []string) (map[string]port.Asset, error) {
 	out := map[string]port.Asset{}
 	for _, id := range ids {
 		if as, ok := a[id]; ok {
@@ -30,11 +30,11 @@ func (a ftAssets) Resolve(_ context.Context, _ *gorm.DB, ids []string) (map[stri
 	return out, nil
 }
 
-func (ftAssets) URL(id, variant string) string { return "https://svc.test/media/" + id + "/" + variant }
+func (assets) URL(id, variant string) string { return "https://svc.test/media/" + id + "/" + variant }
 
 // add registers an upload of owner in status and returns its id.
-func (a ftAssets) add(owner, status string) string {
-	id := ftID()
+func (a assets) add(owner, status string) string {
+	id := newID()
 	as := port.Asset{ID: id, OwnerID: owner, Status: status}
 	if status == port.AssetReady {
 		as.Format, as.Width, as.Height = "jpeg", 1200, 2400
@@ -44,7 +44,7 @@ func (a ftAssets) add(owner, status string) string {
 	return id
 }
 
-func ftImage(asset string, mods ...func(map[string]any)) map[string]any {
+func image(asset string, mods ...func(map[string]any)) map[string]any {
 	m := map[string]any{"asset_id": asset, "alt_text": "a bowl of soup"}
 	for _, f := range mods {
 		f(m)
@@ -52,16 +52,16 @@ func ftImage(asset string, mods ...func(map[string]any)) map[string]any {
 	return m
 }
 
-func ftCover(m map[string]any) { m["is_cover"] = true }
+func asCover(m map[string]any) { m["is_cover"] = true }
 
 // put replaces a post's images as a.
-func (w *ftWorld) put(t testing.TB, a ftAgent, kind, id string, images ...any) testkit.Result {
+func (w *world) put(t testing.TB, a agent, kind, id string, images ...any) testkit.Result {
 	t.Helper()
 	path := strings.Replace(forum.ThreadAttachmentsPath, ":thread_id", id, 1)
 	if kind == forum.KindReply {
 		path = strings.Replace(forum.ReplyAttachmentsPath, ":reply_id", id, 1)
 	}
-	req := ftRequest(a, path, ftMarshal(t, map[string]any{"billing": ftBilling(), "attachments": append([]any{}, images...)}))
+	req := request(a, path, marshal(t, map[string]any{"billing": billing(), "attachments": append([]any{}, images...)}))
 	req.Method = http.MethodPut
 	return w.serve(req)
 }
@@ -73,19 +73,19 @@ func (w *ftWorld) put(t testing.TB, a ftAgent, kind, id string, images ...any) t
 func TestAttachments(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		t.Parallel()
-		assets := ftAssets{}
-		w := ftNewWorldWith(t, dialect, assets)
+		assets := assets{}
+		w := newWorldWith(t, dialect, assets)
 		shown := forum.NewShown(plugin.ReadDB{DB: w.db})
-		alice, bob := ftNewAgent("alice"), ftNewAgent("bob")
-		cat := w.ftCategory(t, "soups")
+		alice, bob := newAgent("alice"), newAgent("bob")
+		cat := w.category(t, "soups")
 		first, cover := assets.add(alice.ID, port.AssetReady), assets.add(alice.ID, port.AssetReady)
 		caption := "day two"
-		thread := w.ftThread(t, alice, cat, ftSet("attachments", []any{ftImage(first), ftImage(cover, ftCover, func(m map[string]any) { m["caption"] = caption })}))
+		thread := w.thread(t, alice, cat, set("attachments", []any{image(first), image(cover, asCover, func(m map[string]any) { m["caption"] = caption })}))
 		calls := w.meter.Calls()
 		if last := calls[len(calls)-1]; last.Charge.Operation != port.OpCreateThread || last.Charge.Attachments != 2 {
 			t.Fatalf("thread charge %+v, want create_thread with 2 attachments", last.Charge)
 		}
-		th := w.ftGetThread(t, thread)
+		th := w.getThread(t, thread)
 		if len(th.Attachments) != 2 || th.Attachments[0].AssetID != cover || !th.Attachments[0].IsCover || th.Attachments[1].AssetID != first {
 			t.Fatalf("thread attachments %+v, want the cover first", th.Attachments)
 		}
@@ -98,8 +98,8 @@ func TestAttachments(t *testing.T) {
 		}
 
 		// A reply with one image, then its set replaced with an empty one.
-		reply := w.ftReply(t, alice, thread, "", ftSet("attachments", []any{ftImage(first)}))
-		if rp := w.ftGetReply(t, reply); len(rp.Attachments) != 1 || rp.Attachments[0].IsCover {
+		reply := w.reply(t, alice, thread, "", set("attachments", []any{image(first)}))
+		if rp := w.getReply(t, reply); len(rp.Attachments) != 1 || rp.Attachments[0].IsCover {
 			t.Fatalf("reply attachments %+v", rp.Attachments)
 		}
 		r := w.put(t, alice, forum.KindReply, reply)
@@ -113,12 +113,12 @@ func TestAttachments(t *testing.T) {
 		if last := w.meter.Calls()[len(w.meter.Calls())-1]; last.Charge.Operation != port.OpManageReplyAttachments || last.Charge.Attachments != 0 || last.Charge.ResourceID != reply {
 			t.Fatalf("manage charge %+v", last.Charge)
 		}
-		if rp := w.ftGetReply(t, reply); len(rp.Attachments) != 0 {
+		if rp := w.getReply(t, reply); len(rp.Attachments) != 0 {
 			t.Fatalf("after detaching: %+v", rp.Attachments)
 		}
 
 		// The thread's set reordered, the cover moved: answered as the read plane shows it.
-		r = w.put(t, alice, forum.KindThread, thread, ftImage(cover), ftImage(first, ftCover))
+		r = w.put(t, alice, forum.KindThread, thread, image(cover), image(first, asCover))
 		testkit.Expect(t, r, http.StatusOK, "")
 		testkit.Valid(t, "managed-attachments-response", r.Body)
 		r.Decode(t, &managed)
@@ -132,33 +132,33 @@ func TestAttachments(t *testing.T) {
 		// Refusals, each charging nothing and changing nothing.
 		before := len(w.meter.Calls())
 		processing, failed, bobs := assets.add(alice.ID, port.AssetProcessing), assets.add(alice.ID, port.AssetFailed), assets.add(bob.ID, port.AssetReady)
-		testkit.Expect(t, w.put(t, bob, forum.KindThread, thread, ftImage(bobs)), http.StatusForbidden, string(problem.NotAuthor))
-		ftExpectAt(t, w.put(t, alice, forum.KindThread, thread, ftImage(bobs)), http.StatusNotFound, string(problem.AssetNotFound), "/attachments/0/asset_id")
-		ftExpectAt(t, w.put(t, alice, forum.KindThread, thread, ftImage(first), ftImage(ftID())), http.StatusNotFound, string(problem.AssetNotFound), "/attachments/1/asset_id")
-		ftExpectAt(t, w.put(t, alice, forum.KindThread, thread, ftImage(processing)), http.StatusConflict, string(problem.AssetNotReady), "/attachments/0/asset_id")
-		ftExpectAt(t, w.put(t, alice, forum.KindThread, thread, ftImage(failed)), http.StatusConflict, string(problem.AssetNotReady), "/attachments/0/asset_id")
-		ftExpect422(t, w.put(t, alice, forum.KindThread, thread, ftImage(first), ftImage(first)), "/attachments/1/asset_id", "duplicate")
-		ftExpect422(t, w.put(t, alice, forum.KindThread, thread, ftImage(first, ftCover), ftImage(cover, ftCover)), "/attachments/1/is_cover", "cover")
-		ftExpect422(t, w.put(t, alice, forum.KindReply, reply, ftImage(first, ftCover)), "/attachments/0/is_cover", "unknown_member")
-		testkit.Expect(t, w.put(t, alice, forum.KindThread, ftID(), ftImage(first)), http.StatusNotFound, string(problem.NotFound))
-		testkit.Expect(t, w.put(t, alice, forum.KindThread, "not-a-uuid", ftImage(first)), http.StatusNotFound, string(problem.NotFound))
-		testkit.Expect(t, w.put(t, alice, forum.KindThread, thread, ftImage(first, func(m map[string]any) { m["alt_text"] = " " })),
+		testkit.Expect(t, w.put(t, bob, forum.KindThread, thread, image(bobs)), http.StatusForbidden, string(problem.NotAuthor))
+		expectAt(t, w.put(t, alice, forum.KindThread, thread, image(bobs)), http.StatusNotFound, string(problem.AssetNotFound), "/attachments/0/asset_id")
+		expectAt(t, w.put(t, alice, forum.KindThread, thread, image(first), image(newID())), http.StatusNotFound, string(problem.AssetNotFound), "/attachments/1/asset_id")
+		expectAt(t, w.put(t, alice, forum.KindThread, thread, image(processing)), http.StatusConflict, string(problem.AssetNotReady), "/attachments/0/asset_id")
+		expectAt(t, w.put(t, alice, forum.KindThread, thread, image(failed)), http.StatusConflict, string(problem.AssetNotReady), "/attachments/0/asset_id")
+		expect422(t, w.put(t, alice, forum.KindThread, thread, image(first), image(first)), "/attachments/1/asset_id", "duplicate")
+		expect422(t, w.put(t, alice, forum.KindThread, thread, image(first, asCover), image(cover, asCover)), "/attachments/1/is_cover", "cover")
+		expect422(t, w.put(t, alice, forum.KindReply, reply, image(first, asCover)), "/attachments/0/is_cover", "unknown_member")
+		testkit.Expect(t, w.put(t, alice, forum.KindThread, newID(), image(first)), http.StatusNotFound, string(problem.NotFound))
+		testkit.Expect(t, w.put(t, alice, forum.KindThread, "not-a-uuid", image(first)), http.StatusNotFound, string(problem.NotFound))
+		testkit.Expect(t, w.put(t, alice, forum.KindThread, thread, image(first, func(m map[string]any) { m["alt_text"] = " " })),
 			http.StatusBadRequest, string(problem.ContentPolicyViolation))
-		r = w.post(t, alice, forum.RepliesPath, ftReplyBody(thread, "", ftSet("attachments", []any{ftImage(processing)})))
-		ftExpectAt(t, r, http.StatusConflict, string(problem.AssetNotReady), "/attachments/0/asset_id")
+		r = w.post(t, alice, forum.RepliesPath, replyBody(thread, "", set("attachments", []any{image(processing)})))
+		expectAt(t, r, http.StatusConflict, string(problem.AssetNotReady), "/attachments/0/asset_id")
 		for _, c := range w.meter.Calls()[before:] {
 			if !c.Refused {
 				// The meter is reached only by a write that passed every check; none of these did.
 				t.Fatalf("a refused attachment change was charged: %+v", c.Charge)
 			}
 		}
-		if th := w.ftGetThread(t, thread); len(th.Attachments) != 2 || th.Attachments[0].AssetID != first {
+		if th := w.getThread(t, thread); len(th.Attachments) != 2 || th.Attachments[0].AssetID != first {
 			t.Fatalf("refusals changed the thread's images: %+v", th.Attachments)
 		}
 
 		// Tombstoned: the images are neither shown nor served.
-		w.ftTombstone(t, alice, forum.KindThread, thread)
-		if th := w.ftGetThread(t, thread); len(th.Attachments) != 0 {
+		w.tombstone(t, alice, forum.KindThread, thread)
+		if th := w.getThread(t, thread); len(th.Attachments) != 0 {
 			t.Fatalf("a tombstone shows images: %+v", th.Attachments)
 		}
 		for _, id := range []string{first, cover} {
@@ -174,11 +174,11 @@ func TestAttachments(t *testing.T) {
 // that says so, and still lets an author detach (an empty set).
 func TestAttachmentsWithoutMedia(t *testing.T) {
 	t.Parallel()
-	w := ftNewWorld(t, dbtest.Dialects[0])
-	alice := ftNewAgent("alice")
-	thread := w.ftThread(t, alice, w.ftCategory(t, "soups"))
-	r := w.put(t, alice, forum.KindThread, thread, ftImage(ftID()))
-	ftExpectAt(t, r, http.StatusUnprocessableEntity, string(problem.ValidationFailed), "/attachments")
+	w := newWorld(t, dbtest.Dialects[0])
+	alice := newAgent("alice")
+	thread := w.thread(t, alice, w.category(t, "soups"))
+	r := w.put(t, alice, forum.KindThread, thread, image(newID()))
+	expectAt(t, r, http.StatusUnprocessableEntity, string(problem.ValidationFailed), "/attachments")
 	if !strings.Contains(string(r.Body), "no media module") {
 		t.Fatalf("the refusal does not say why: %s", r.Body)
 	}

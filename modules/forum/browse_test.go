@@ -46,9 +46,9 @@ var (
 )
 
 // brWorld is an ft world with the pages mounted, absolute under brBase, and a directory.
-func brWorld(t *testing.T, dialect string, dir port.Directory) *ftWorld {
+func brWorld(t *testing.T, dialect string, dir port.Directory) *world {
 	t.Helper()
-	w := ftNewWorld(t, dialect)
+	w := newWorld(t, dialect)
 	opts := []forum.PageOption{forum.WithBaseURL(brBase)}
 	if dir != nil {
 		opts = append(opts, forum.WithDirectory(dir))
@@ -58,7 +58,7 @@ func brWorld(t *testing.T, dialect string, dir port.Directory) *ftWorld {
 }
 
 // brPage reads a page that must answer 200 as HTML.
-func brPage(t *testing.T, w *ftWorld, target string) string {
+func brPage(t *testing.T, w *world, target string) string {
 	t.Helper()
 	r := w.get(target)
 	if r.Status != 200 || r.Header.Get("Content-Type") != site.MediaType {
@@ -93,15 +93,15 @@ func brLink(body, rel string) string {
 func TestBrowseSearchStemsAndHighlights(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := brWorld(t, dialect, nil)
-		cat := w.ftCategory(t, "kitchen")
-		chef, taster := ftNewAgent("chef"), ftNewAgent("taster")
-		soup := w.ftThread(t, chef, cat, ftSet("title", "Winter soup"), ftSet("body_markdown", "Simmer the red lentils with cumin until soft."))
+		cat := w.category(t, "kitchen")
+		chef, taster := newAgent("chef"), newAgent("taster")
+		soup := w.thread(t, chef, cat, set("title", "Winter soup"), set("body_markdown", "Simmer the red lentils with cumin until soft."))
 		w.clock.Add(time.Minute)
-		reply := w.ftReply(t, taster, soup, "", ftSet("body_markdown", "More lentils, and a squeeze of lemon."))
-		w.ftThread(t, chef, cat, ftSet("title", "Bread"), ftSet("body_markdown", "Flour, water, salt."))
+		reply := w.reply(t, taster, soup, "", set("body_markdown", "More lentils, and a squeeze of lemon."))
+		w.thread(t, chef, cat, set("title", "Bread"), set("body_markdown", "Flour, water, salt."))
 
 		var res forum.SearchResult
-		w.ftRead(t, forum.SearchPath+"?q=lentil", "search-result", &res)
+		w.read(t, forum.SearchPath+"?q=lentil", "search-result", &res)
 		if len(res.Results) != 2 {
 			t.Fatalf("lentil: %d results, want the thread and the reply: %+v", len(res.Results), res.Results)
 		}
@@ -136,8 +136,8 @@ func TestBrowseSearchStemsAndHighlights(t *testing.T) {
 
 		// A snippet is bounded, however long the words around the match.
 		long := strings.Repeat("x", 400)
-		w.ftThread(t, chef, cat, ftSet("title", "Long words"), ftSet("body_markdown", long+" quinoa "+long+" "+long))
-		w.ftRead(t, forum.SearchPath+"?q=quinoa", "search-result", &res)
+		w.thread(t, chef, cat, set("title", "Long words"), set("body_markdown", long+" quinoa "+long+" "+long))
+		w.read(t, forum.SearchPath+"?q=quinoa", "search-result", &res)
 		if len(res.Results) != 1 || utf8.RuneCountInString(res.Results[0].Snippet) > forum.MaxSnippet+2 ||
 			!strings.Contains(res.Results[0].Snippet, " quinoa ") {
 			t.Errorf("quinoa: %+v, want one hit with a snippet of at most %d characters around the match", res.Results, forum.MaxSnippet+2)
@@ -153,8 +153,8 @@ func TestBrowseSearchStemsAndHighlights(t *testing.T) {
 func TestBrowseSearchSnippetsArePlainText(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := brWorld(t, dialect, nil)
-		cat := w.ftCategory(t, "pantry")
-		chef := ftNewAgent("chef")
+		cat := w.category(t, "pantry")
+		chef := newAgent("chef")
 		posts := map[string]struct{ body, want string }{
 			"bold":  {"Toast the **golden** seeds, then _grind_ them.", "Toast the golden seeds, then grind them."},
 			"table": {"| oil | smoke point |\n|---|---|\n| golden ghee | 250 |", "oil smoke point golden ghee 250"},
@@ -163,10 +163,10 @@ func TestBrowseSearchSnippetsArePlainText(t *testing.T) {
 			"code":  {"Use `golden()` here:\n\n```go\nx := golden(1)\n```\n\n> quoted golden line", "Use golden() here: x := golden(1) quoted golden line"},
 		}
 		for title, p := range posts {
-			w.ftThread(t, chef, cat, ftSet("title", "Post "+title), ftSet("body_markdown", p.body))
+			w.thread(t, chef, cat, set("title", "Post "+title), set("body_markdown", p.body))
 		}
 		var res forum.SearchResult
-		w.ftRead(t, forum.SearchPath+"?q=golden&limit=10", "search-result", &res)
+		w.read(t, forum.SearchPath+"?q=golden&limit=10", "search-result", &res)
 		if len(res.Results) != len(posts) {
 			t.Fatalf("golden: %d results, want %d: %+v", len(res.Results), len(posts), res.Results)
 		}
@@ -192,10 +192,10 @@ func TestBrowseSearchSnippetsArePlainText(t *testing.T) {
 func TestBrowseSearchPaging(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := brWorld(t, dialect, nil)
-		cat := w.ftCategory(t, "kitchen")
-		a := ftNewAgent("chef")
+		cat := w.category(t, "kitchen")
+		a := newAgent("chef")
 		for range 5 {
-			w.ftThread(t, a, cat, ftSet("body_markdown", "Barley stew."))
+			w.thread(t, a, cat, set("body_markdown", "Barley stew."))
 			w.clock.Add(time.Minute)
 		}
 		first := brPage(t, w, forum.SearchPage+"?q=barley&limit=2")
@@ -219,21 +219,21 @@ func TestBrowseSearchPaging(t *testing.T) {
 func TestBrowseSortActive(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := brWorld(t, dialect, nil)
-		cat := w.ftCategory(t, "kitchen")
-		a := ftNewAgent("chef")
+		cat := w.category(t, "kitchen")
+		a := newAgent("chef")
 		var ids []string
 		for range 3 {
-			ids = append(ids, w.ftThread(t, a, cat))
+			ids = append(ids, w.thread(t, a, cat))
 			w.clock.Add(time.Minute)
 		}
-		w.ftReply(t, a, ids[0], "")
+		w.reply(t, a, ids[0], "")
 		want := []string{ids[0], ids[2], ids[1]}
 
 		var got []string
 		target := forum.CategoriesPath + "/kitchen/threads?sort=active&limit=2"
 		for {
 			var page forum.ThreadList
-			w.ftRead(t, target, "thread-list", &page)
+			w.read(t, target, "thread-list", &page)
 			if page.Sort != "active" {
 				t.Fatalf("sort = %q", page.Sort)
 			}
@@ -264,14 +264,14 @@ func TestBrowseSortActive(t *testing.T) {
 func TestBrowseCategoryPagingBothWays(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := brWorld(t, dialect, nil)
-		cat := w.ftCategory(t, "kitchen")
-		a := ftNewAgent("chef")
+		cat := w.category(t, "kitchen")
+		a := newAgent("chef")
 		var ids []string
 		for i := range 7 {
-			ids = append(ids, w.ftThread(t, a, cat))
+			ids = append(ids, w.thread(t, a, cat))
 			w.clock.Add(time.Duration(i+1) * 1500 * time.Microsecond) // sub-second times
 			if i%2 == 0 {
-				w.ftVote(t, ftNewAgent("voter"), forum.KindThread, ids[i], "up")
+				w.vote(t, newAgent("voter"), forum.KindThread, ids[i], "up")
 			}
 		}
 		for _, sort := range []string{"newest", "top", "active"} {
@@ -324,15 +324,15 @@ func TestBrowseCategoryPagingBothWays(t *testing.T) {
 // models its posts declare, and links its feed; without a directory it shows the rest.
 func TestBrowseAgentPage(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		chef, other := ftNewAgent("chef"), ftNewAgent("other")
+		chef, other := newAgent("chef"), newAgent("other")
 		dir := brDirectory{owners: map[string]port.AgentOwner{chef.ID: {OrgID: chef.Org, OrgName: "Kitchen Bots & Co"}}}
 		w := brWorld(t, dialect, dir)
-		cat := w.ftCategory(t, "kitchen")
-		soup := w.ftThread(t, chef, cat, ftSet("title", "Winter soup"), ftSet("declared_model", "model-b"))
-		gone := w.ftThread(t, chef, cat, ftSet("title", "Withdrawn musings"), ftSet("declared_model", "model-secret"))
-		w.ftTombstone(t, chef, forum.KindThread, gone)
-		theirs := w.ftThread(t, other, cat, ftSet("title", "Other's bread"))
-		reply := w.ftReply(t, chef, theirs, "", ftSet("body_markdown", "Add rye."), ftSet("declared_model", "model-a"))
+		cat := w.category(t, "kitchen")
+		soup := w.thread(t, chef, cat, set("title", "Winter soup"), set("declared_model", "model-b"))
+		gone := w.thread(t, chef, cat, set("title", "Withdrawn musings"), set("declared_model", "model-secret"))
+		w.tombstone(t, chef, forum.KindThread, gone)
+		theirs := w.thread(t, other, cat, set("title", "Other's bread"))
+		reply := w.reply(t, chef, theirs, "", set("body_markdown", "Add rye."), set("declared_model", "model-a"))
 
 		body := brPage(t, w, "/forum/agents/chef")
 		for _, want := range []string{"<h1>@chef</h1>", `<dd class="org">Kitchen Bots &amp; Co</dd>`,
@@ -351,8 +351,8 @@ func TestBrowseAgentPage(t *testing.T) {
 		}
 		// Without the directory the page is shown without the owner.
 		bare := brWorld(t, dialect, nil)
-		bcat := bare.ftCategory(t, "kitchen")
-		bare.ftThread(t, chef, bcat)
+		bcat := bare.category(t, "kitchen")
+		bare.thread(t, chef, bcat)
 		if b := brPage(t, bare, "/forum/agents/chef"); !strings.Contains(b, "not known here") || strings.Contains(b, "Kitchen Bots") {
 			t.Errorf("page without a directory:\n%s", b)
 		}
@@ -388,7 +388,7 @@ type brAtom struct {
 }
 
 // brFeed reads an Atom feed, checks that it is cacheable like the pages, and parses it.
-func brFeed(t *testing.T, w *ftWorld, path string) brAtom {
+func brFeed(t *testing.T, w *world, path string) brAtom {
 	t.Helper()
 	r := w.get(path)
 	if r.Status != 200 || r.Header.Get("Content-Type") != "application/atom+xml; charset=utf-8" ||
@@ -410,14 +410,14 @@ func brFeed(t *testing.T, w *ftWorld, path string) brAtom {
 func TestBrowseFeeds(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := brWorld(t, dialect, nil)
-		cat := w.ftCategory(t, "kitchen")
-		chef, taster := ftNewAgent("chef"), ftNewAgent("taster")
-		soup := w.ftThread(t, chef, cat, ftSet("title", "Winter soup"), ftSet("body_markdown", "A **warming** soup.\n\n![a bowl](https://img.example/bowl.png)"))
+		cat := w.category(t, "kitchen")
+		chef, taster := newAgent("chef"), newAgent("taster")
+		soup := w.thread(t, chef, cat, set("title", "Winter soup"), set("body_markdown", "A **warming** soup.\n\n![a bowl](https://img.example/bowl.png)"))
 		w.clock.Add(time.Minute)
-		gone := w.ftThread(t, chef, cat, ftSet("title", "Withdrawn"))
-		w.ftTombstone(t, chef, forum.KindThread, gone)
+		gone := w.thread(t, chef, cat, set("title", "Withdrawn"))
+		w.tombstone(t, chef, forum.KindThread, gone)
 		w.clock.Add(time.Minute)
-		reply := w.ftReply(t, taster, soup, "", ftSet("body_markdown", "Lovely."))
+		reply := w.reply(t, taster, soup, "", set("body_markdown", "Lovely."))
 
 		f := brFeed(t, w, "/forum/c/kitchen/feed.atom")
 		if f.Title != "Category kitchen · svc" || f.ID != brBase+"/forum/c/kitchen" || len(f.Entries) != 1 {
@@ -454,11 +454,11 @@ func TestBrowseFeeds(t *testing.T) {
 func TestBrowseCrawlers(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := brWorld(t, dialect, nil)
-		cat := w.ftCategory(t, "kitchen")
-		a := ftNewAgent("chef")
-		soup := w.ftThread(t, a, cat, ftSet("title", "Winter soup"), ftSet("body_markdown", "A warming soup for cold evenings."))
-		gone := w.ftThread(t, a, cat)
-		w.ftTombstone(t, a, forum.KindThread, gone)
+		cat := w.category(t, "kitchen")
+		a := newAgent("chef")
+		soup := w.thread(t, a, cat, set("title", "Winter soup"), set("body_markdown", "A warming soup for cold evenings."))
+		gone := w.thread(t, a, cat)
+		w.tombstone(t, a, forum.KindThread, gone)
 
 		r := w.get("/robots.txt")
 		if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/plain") ||
@@ -504,14 +504,14 @@ func TestBrowseCrawlers(t *testing.T) {
 func TestBrowseAgentLists(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := brWorld(t, dialect, nil)
-		cat := w.ftCategory(t, "kitchen")
-		chef := ftNewAgent("chef")
+		cat := w.category(t, "kitchen")
+		chef := newAgent("chef")
 		var threads []string
 		for range 27 {
-			threads = append(threads, w.ftThread(t, chef, cat))
+			threads = append(threads, w.thread(t, chef, cat))
 		}
-		w.ftTombstone(t, chef, forum.KindThread, threads[0])
-		reply := w.ftReply(t, chef, threads[1], "", ftSet("body_markdown", "Only reply."))
+		w.tombstone(t, chef, forum.KindThread, threads[0])
+		reply := w.reply(t, chef, threads[1], "", set("body_markdown", "Only reply."))
 
 		body := brPage(t, w, "/forum/agents/chef")
 		if !strings.Contains(body, `<a href="/forum/agents/chef/threads">All threads by @chef</a>`) || strings.Contains(body, "All replies") {
@@ -557,11 +557,11 @@ func (d brFlakyDirectory) AgentOwner(ctx context.Context, agentID string) (port.
 // shown without the owner's name but stored by no cache, so the next read names the owner again.
 func TestAgentPageWithoutItsOwnerIsNotKept(t *testing.T) {
 	t.Parallel()
-	chef := ftNewAgent("chef")
+	chef := newAgent("chef")
 	dir := brFlakyDirectory{brDirectory{owners: map[string]port.AgentOwner{chef.ID: {OrgID: chef.Org, OrgName: "Kitchen Bots"}}}, &atomic.Int32{}}
 	dir.failures.Store(1)
 	w := brWorld(t, database.SQLite, dir)
-	w.ftThread(t, chef, w.ftCategory(t, "kitchen"))
+	w.thread(t, chef, w.category(t, "kitchen"))
 	first := w.get("/forum/agents/chef")
 	testkit.Expect(t, first, 200, "")
 	if strings.Contains(string(first.Body), "Kitchen Bots") || first.Header.Get("Cache-Control") != "no-store" {
@@ -579,13 +579,13 @@ func TestAgentPageWithoutItsOwnerIsNotKept(t *testing.T) {
 func TestReplyPermalinkFindsItsPage(t *testing.T) {
 	t.Parallel()
 	w := brWorld(t, database.SQLite, nil)
-	a := ftNewAgent("long")
-	thread := w.ftThread(t, a, w.ftCategory(t, "long"))
+	a := newAgent("long")
+	thread := w.thread(t, a, w.category(t, "long"))
 	var replies []string
 	for i := range 101 {
-		replies = append(replies, w.ftReply(t, a, thread, "", ftSet("body_markdown", fmt.Sprintf("Reply %d.", i))))
+		replies = append(replies, w.reply(t, a, thread, "", set("body_markdown", fmt.Sprintf("Reply %d.", i))))
 	}
-	last := w.ftReply(t, a, thread, "", ftSet("body_markdown", "Reply 101."), func(b map[string]any) {
+	last := w.reply(t, a, thread, "", set("body_markdown", "Reply 101."), func(b map[string]any) {
 		b["references"] = []any{map[string]any{"reference_type": "supports", "target_reply_id": replies[0]}}
 	})
 	follow := func(id string) (location, page string) {
@@ -613,7 +613,7 @@ func TestReplyPermalinkFindsItsPage(t *testing.T) {
 	if !strings.Contains(page, `href="/forum/r/`+replies[0]+`"`) || !strings.Contains(page, `id="r-`+last+`"`) {
 		t.Fatalf("page 2 does not link the reply on page 1 it references by its permanent address:\n%s", page)
 	}
-	for _, bad := range []string{"not-an-id", ftID()} {
+	for _, bad := range []string{"not-an-id", newID()} {
 		if r := w.get(forum.ReplyPages + "/" + bad); r.Status != http.StatusNotFound {
 			t.Fatalf("%s: %d", bad, r.Status)
 		}

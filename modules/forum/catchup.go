@@ -55,7 +55,7 @@ type CatchUpResponse struct {
 }
 
 // catchUp answers a catch-up page. The window's start travels in the cursor, so every page of one
-// catch-up uses the same window; posts come in commit order (order.go), so none is ever passed.
+// catch-up uses the same window; posts come in commit order (commitorder.go), so none is ever passed.
 func (w *Writes) catchUp(c *gin.Context) {
 	var req CatchUpRequest
 	if !bind.JSON(c, w.schemas, "catch-up-request", &req) {
@@ -104,17 +104,18 @@ func (w *Writes) catchUp(c *gin.Context) {
 	}
 
 	// The horizon first: every post below it is settled, whichever query finds it.
-	settled, err := horizon(db)
+	dialect := dialectOf(db)
+	settled, err := dialect.horizon(db)
 	if err != nil {
 		render.Error(c, err)
 		return
 	}
-	threads, err := recentThreads(db, p.AgentID, general, after, limit+1)
+	threads, err := recentThreads(db, dialect, p.AgentID, general, after, limit+1)
 	if err != nil {
 		render.Error(c, err)
 		return
 	}
-	replies, err := recentReplies(db, p.AgentID, since, general, after, limit+1)
+	replies, err := recentReplies(db, dialect, p.AgentID, since, general, after, limit+1)
 	if err != nil {
 		render.Error(c, err)
 		return
@@ -188,26 +189,26 @@ func lastAuthored(db *gorm.DB, agentID string, now time.Time) (time.Time, error)
 // recentThreads are threads by others created at or after from, after the cursor's position, in
 // commit order. Posts hidden by moderation are left out. The scan in commit order starts at the window's
 // floor (windowFloor), not at the first thread ever written.
-func recentThreads(db *gorm.DB, agentID string, from time.Time, after *position, limit int) ([]catchItem, error) {
-	floor, floorArgs, err := windowFloor(db, "forum_threads", "forum_threads", from)
+func recentThreads(db *gorm.DB, dialect sqlDialect, agentID string, from time.Time, after *position, limit int) ([]catchItem, error) {
+	floor, floorArgs, err := dialect.windowFloor(db, "forum_threads", "forum_threads", from)
 	if err != nil {
 		return nil, err
 	}
-	q := db.Table("forum_threads").Select("forum_threads.*, "+orderColumn(db, "forum_threads")+" AS commit_order").
+	q := db.Table("forum_threads").Select("forum_threads.*, "+dialect.orderColumn("forum_threads")+" AS commit_order").
 		Where("author_id <> ? AND created_at >= ? AND hidden_at IS NULL", agentID, from).Where(floor, floorArgs...)
 	if after != nil {
 		o, err := parseOrder(after.Order)
 		if err != nil {
 			return nil, err
 		}
-		cond, args := afterPosition(db, "forum_threads", o, after.ID)
+		cond, args := dialect.afterPosition("forum_threads", o, after.ID)
 		q = q.Where(cond, args...)
 	}
 	var rows []struct {
 		Thread      threadRow `gorm:"embedded"`
 		CommitOrder string
 	}
-	if err := q.Order(orderBy(db, "forum_threads")).Limit(limit).Scan(&rows).Error; err != nil {
+	if err := q.Order(dialect.orderBy("forum_threads")).Limit(limit).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read recent threads: %w", err)
 	}
 	out := make([]catchItem, 0, len(rows))
@@ -238,40 +239,33 @@ func recentThreads(db *gorm.DB, agentID string, from time.Time, after *position,
 // the window's floor (windowFloor), reads about a page of replies; and, when since is before from, the
 // replies to the agent's threads and to its replies since then, found through the agent's posts, are
 // read as many as there are, and sorted. The page is the first of their union in commit order.
-func recentReplies(db *gorm.DB, agentID string, since, from time.Time, after *position, limit int) ([]catchItem, error) {
+func recentReplies(db *gorm.DB, dialect sqlDialect, agentID string, since, from time.Time, after *position, limit int) ([]catchItem, error) {
 	cond, cargs := "", []any(nil) // after the cursor's position
 	if after != nil {
 		o, err := parseOrder(after.Order)
 		if err != nil {
 			return nil, err
 		}
-		cond, cargs = afterPosition(db, "r", o, after.ID)
+		cond, cargs = dialect.afterPosition("r", o, after.ID)
 		cond = " AND " + cond
 	}
 	// The arguments in the order of their placeholders: the select list's first.
 	args := []any{agentID, agentID}
-	floor, fargs, err := windowFloor(db, "forum_replies", "r", from)
+	floor, fargs, err := dialect.windowFloor(db, "forum_replies", "r", from)
 	if err != nil {
 		return nil, err
 	}
 	branches := []string{`SELECT r.id FROM forum_replies r
   WHERE r.author_id <> ? AND r.hidden_at IS NULL AND r.created_at >= ? AND ` + floor + cond + `
-  ORDER BY ` + orderBy(db, "r") + ` LIMIT ?`}
+  ORDER BY ` + dialect.orderBy("r") + ` LIMIT ?`}
 	args = append(append(append(append(args, agentID, from), fargs...), cargs...), limit)
 	if since.Before(from) {
 		// Replies to the agent's threads, and to its replies, from since on: found through the
 		// agent's posts (indexes on author_id, then on thread_id or parent_reply_id with created_at),
-		// then sorted. On PostgreSQL the fences keep the planner from walking every reply in commit
-		// order, or every reply that answers a reply, looking for them.
+		// then sorted (sqlDialect.repliesTo).
 		for _, on := range []struct{ mine, column string }{{"forum_threads", "thread_id"}, {"forum_replies", "parent_reply_id"}} {
-			mine := `SELECT r.id FROM ` + on.mine + ` mine JOIN forum_replies r ON r.` + on.column + ` = mine.id
-  WHERE r.created_at >= ? AND r.author_id <> ? AND r.hidden_at IS NULL` + cond + ` AND mine.author_id = ?`
-			if db.Dialector.Name() == "postgres" {
-				mine = `SELECT r.id, r.txid FROM ` + on.mine + ` mine CROSS JOIN LATERAL (SELECT r.id, r.txid FROM forum_replies r
-    WHERE r.` + on.column + ` = mine.id AND r.created_at >= ? AND r.author_id <> ? AND r.hidden_at IS NULL` + cond + ` OFFSET 0) r
-  WHERE mine.author_id = ? OFFSET 0`
-			}
-			branches = append(branches, `SELECT c.id FROM (`+mine+`) c ORDER BY `+orderBy(db, "c")+` LIMIT ?`)
+			mine := dialect.repliesTo(on.mine, on.column, cond)
+			branches = append(branches, `SELECT c.id FROM (`+mine+`) c ORDER BY `+dialect.orderBy("c")+` LIMIT ?`)
 			args = append(append(append(args, since, agentID), cargs...), agentID, limit)
 		}
 	}
@@ -284,12 +278,12 @@ func recentReplies(db *gorm.DB, agentID string, since, from time.Time, after *po
 		CommitOrder string
 	}
 	args = append(args, limit)
-	err = db.Raw(`SELECT r.*, (t.author_id = ? OR COALESCE(p.author_id, '') = ?) AS related, `+orderColumn(db, "r")+` AS commit_order
+	err = db.Raw(`SELECT r.*, (t.author_id = ? OR COALESCE(p.author_id, '') = ?) AS related, `+dialect.orderColumn("r")+` AS commit_order
 FROM (`+strings.Join(branches, "\nUNION ")+`) page
 JOIN forum_replies r ON r.id = page.id
 JOIN forum_threads t ON t.id = r.thread_id
 LEFT JOIN forum_replies p ON p.id = r.parent_reply_id
-ORDER BY `+orderBy(db, "r")+` LIMIT ?`, args...).Scan(&rows).Error
+ORDER BY `+dialect.orderBy("r")+` LIMIT ?`, args...).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("read recent replies: %w", err)
 	}

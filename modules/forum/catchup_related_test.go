@@ -13,23 +13,23 @@ import (
 // then come as related replies however old they are, other posts only from the fourteen-day window on,
 // and a related reply inside the window is related, not general activity. Paged one post at a time,
 // every post comes once, in commit order; in one page, the same posts.
-func TestFtCatchUpRelatedBeforeWindow(t *testing.T) {
+func TestCatchUpRelatedBeforeWindow(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		me, b, c := ftNewAgent("me"), ftNewAgent("bee"), ftNewAgent("sea")
-		theirs := w.ftThread(t, b, cat)
-		mine := w.ftThread(t, me, cat)
-		myReply := w.ftReply(t, me, theirs, "") // my last post: catch-up starts there
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		me, b, c := newAgent("me"), newAgent("bee"), newAgent("sea")
+		theirs := w.thread(t, b, cat)
+		mine := w.thread(t, me, cat)
+		myReply := w.reply(t, me, theirs, "") // my last post: catch-up starts there
 		w.clock.Add(24 * time.Hour)
-		toThread := w.ftReply(t, c, mine, "")
-		toReply := w.ftReply(t, c, theirs, myReply)
-		w.ftReply(t, c, theirs, "") // before the window, and not to me
-		w.ftThread(t, c, cat)       // likewise
+		toThread := w.reply(t, c, mine, "")
+		toReply := w.reply(t, c, theirs, myReply)
+		w.reply(t, c, theirs, "") // before the window, and not to me
+		w.thread(t, c, cat)       // likewise
 		w.clock.Add(20 * 24 * time.Hour)
-		newThread := w.ftThread(t, c, cat)
-		newReply := w.ftReply(t, b, theirs, "")
-		lateToThread := w.ftReply(t, b, mine, "")
+		newThread := w.thread(t, c, cat)
+		newReply := w.reply(t, b, theirs, "")
+		lateToThread := w.reply(t, b, mine, "")
 		w.clock.Add(time.Hour)
 
 		var walked []string

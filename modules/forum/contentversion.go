@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/database"
@@ -32,7 +31,8 @@ type contentToken struct {
 // soon as they commit, so that a replica reads its own writes at once.
 type ContentVersion struct {
 	db        *gorm.DB
-	postgres  bool // else SQLite
+	notifies  bool   // PostgreSQL notifies changes; else (SQLite) the version row is read
+	dsn       string // where to listen for them: "" where there is nowhere to
 	log       *slog.Logger
 	gen       atomic.Uint64
 	listening atomic.Bool
@@ -43,18 +43,18 @@ type ContentVersion struct {
 
 // NewContentVersion returns the version on db (the writes' pool); Start begins listening.
 func NewContentVersion(db *gorm.DB, log *slog.Logger) *ContentVersion {
-	return &ContentVersion{db: db, postgres: database.Dialect(db) == database.Postgres, log: log}
+	d := dialectOf(db)
+	return &ContentVersion{db: db, notifies: d.notifies(), dsn: d.listenDSN(db), log: log}
 }
 
 // Start listens on NotifyChannel on PostgreSQL, until Stop.
 func (v *ContentVersion) Start(context.Context) error {
-	d, ok := v.db.Dialector.(*postgres.Dialector)
-	if !ok || d.Config == nil || d.DSN == "" {
+	if v.dsn == "" {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	v.cancel = cancel
-	v.done.Go(func() { v.listen(ctx, d.DSN) })
+	v.done.Go(func() { v.listen(ctx, v.dsn) })
 	return nil
 }
 
@@ -77,7 +77,7 @@ func (v *ContentVersion) Changed() {
 // token returns the current version, and whether cached reads may be served and stored now.
 func (v *ContentVersion) token(ctx context.Context, row *versionRow) (contentToken, bool) {
 	t := contentToken{gen: v.gen.Load()}
-	if v.postgres {
+	if v.notifies {
 		return t, v.listening.Load()
 	}
 	var err error

@@ -26,13 +26,13 @@ import (
 
 // A private key in any form, anywhere in a post, is refused with 422 private_key_refused naming the
 // member; the problem never echoes it, nothing is stored and nothing is charged.
-func TestFtPrivateKeyRefused(t *testing.T) {
+func TestPrivateKeyRefused(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		a := ftNewAgent("cook-one")
-		thread := w.ftThread(t, a, cat)
-		before := w.ftState(t)
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		a := newAgent("cook-one")
+		thread := w.thread(t, a, cat)
+		before := w.state(t)
 		calls := len(w.meter.Calls())
 
 		seed := make([]byte, ed25519.SeedSize)
@@ -57,11 +57,11 @@ func TestFtPrivateKeyRefused(t *testing.T) {
 		var attempts []attempt
 		for name, text := range forms {
 			attempts = append(attempts,
-				attempt{forum.ThreadsPath, "/body_markdown", ftThreadBody(cat, ftSet("body_markdown", text))},
-				attempt{forum.RepliesPath, "/body_markdown", ftReplyBody(thread, "", ftSet("body_markdown", text))},
-				attempt{forum.ThreadsPath, "/recipe/description", ftThreadBody(cat, ftWithRecipe(ftRecipe(), ftSet("description", text)))})
+				attempt{forum.ThreadsPath, "/body_markdown", threadBody(cat, set("body_markdown", text))},
+				attempt{forum.RepliesPath, "/body_markdown", replyBody(thread, "", set("body_markdown", text))},
+				attempt{forum.ThreadsPath, "/recipe/description", threadBody(cat, withRecipe(recipe(), set("description", text)))})
 			if !strings.Contains(text, "\n") {
-				attempts = append(attempts, attempt{forum.ThreadsPath, "/title", ftThreadBody(cat, ftSet("title", "key "+name+" "+text[:min(len(text), 150)]))})
+				attempts = append(attempts, attempt{forum.ThreadsPath, "/title", threadBody(cat, set("title", "key "+name+" "+text[:min(len(text), 150)]))})
 			}
 		}
 		for _, at := range attempts {
@@ -69,32 +69,32 @@ func TestFtPrivateKeyRefused(t *testing.T) {
 			if r.Status == http.StatusUnprocessableEntity && r.Code == "validation_failed" {
 				continue // the title's own bounds refused it first
 			}
-			ftExpectAt(t, r, http.StatusUnprocessableEntity, "private_key_refused", at.pointer)
+			expectAt(t, r, http.StatusUnprocessableEntity, "private_key_refused", at.pointer)
 			if strings.Contains(string(r.Body), secret[:20]) || strings.Contains(string(r.Body), base64.StdEncoding.EncodeToString(seed)[:20]) {
 				t.Fatalf("the problem echoes the key: %s", r.Body)
 			}
 		}
-		w.ftUnchanged(t, before)
+		w.unchanged(t, before)
 		if n := len(w.meter.Calls()); n != calls {
 			t.Fatalf("%d charges for refused posts", n-calls)
 		}
 		// Writing about keys, and quoting a public key or a signature, is fine.
-		id := w.ftThread(t, a, cat, ftSet("body_markdown", "Never paste a private key. My public key is "+
+		id := w.thread(t, a, cat, set("body_markdown", "Never paste a private key. My public key is "+
 			base64.StdEncoding.EncodeToString(priv.Public().(ed25519.PublicKey))+"; a signature: "+base64.StdEncoding.EncodeToString(ed25519.Sign(priv, []byte("x")))))
-		w.ftGetThread(t, id)
+		w.getThread(t, id)
 	})
 }
 
 // declared_model is a whole value: a private key alone in it, the bare seed and public key (64 bytes in
 // base64 or hex) included, is refused as such at /declared_model, on a thread as on a reply, and
 // nothing is stored or charged. (In free text such a value may be a quoted signature; here it is not.)
-func TestFtDeclaredModelBareKeyRefused(t *testing.T) {
+func TestDeclaredModelBareKeyRefused(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		a := ftNewAgent("cook-one")
-		thread := w.ftThread(t, a, cat)
-		before := w.ftState(t)
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		a := newAgent("cook-one")
+		thread := w.thread(t, a, cat)
+		before := w.state(t)
 		calls := len(w.meter.Calls())
 		seed := make([]byte, ed25519.SeedSize)
 		for i := range seed {
@@ -103,17 +103,17 @@ func TestFtDeclaredModelBareKeyRefused(t *testing.T) {
 		priv := ed25519.NewKeyFromSeed(seed)
 		for _, key := range []string{base64.StdEncoding.EncodeToString(priv), hex.EncodeToString(priv)} {
 			for path, body := range map[string]map[string]any{
-				forum.ThreadsPath: ftThreadBody(cat, ftSet("declared_model", key)),
-				forum.RepliesPath: ftReplyBody(thread, "", ftSet("declared_model", key)),
+				forum.ThreadsPath: threadBody(cat, set("declared_model", key)),
+				forum.RepliesPath: replyBody(thread, "", set("declared_model", key)),
 			} {
 				r := w.post(t, a, path, body)
-				ftExpectAt(t, r, http.StatusUnprocessableEntity, "private_key_refused", "/declared_model")
+				expectAt(t, r, http.StatusUnprocessableEntity, "private_key_refused", "/declared_model")
 				if strings.Contains(string(r.Body), key[:20]) {
 					t.Fatalf("the problem echoes the key: %s", r.Body)
 				}
 			}
 		}
-		w.ftUnchanged(t, before)
+		w.unchanged(t, before)
 		if n := len(w.meter.Calls()); n != calls {
 			t.Fatalf("%d charges for refused posts", n-calls)
 		}
@@ -121,24 +121,24 @@ func TestFtDeclaredModelBareKeyRefused(t *testing.T) {
 }
 
 // A title or body that is only spaces or invisible characters is a content policy violation.
-func TestFtBlankTextRefused(t *testing.T) {
+func TestBlankTextRefused(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		a := ftNewAgent("cook-one")
-		thread := w.ftThread(t, a, cat)
-		before := w.ftState(t)
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		a := newAgent("cook-one")
+		thread := w.thread(t, a, cat)
+		before := w.state(t)
 		for _, blank := range []string{"   ", "\u200b\u200b", "\u3164", "\u2800", "\ufeff \u00a0", "\u034f"} {
-			ftExpectAt(t, w.post(t, a, forum.ThreadsPath, ftThreadBody(cat, ftSet("title", blank))), http.StatusBadRequest, "content_policy_violation", "/title")
-			ftExpectAt(t, w.post(t, a, forum.ThreadsPath, ftThreadBody(cat, ftSet("body_markdown", blank+"\n\n"+blank))), http.StatusBadRequest, "content_policy_violation", "/body_markdown")
-			ftExpectAt(t, w.post(t, a, forum.RepliesPath, ftReplyBody(thread, "", ftSet("body_markdown", blank))), http.StatusBadRequest, "content_policy_violation", "/body_markdown")
+			expectAt(t, w.post(t, a, forum.ThreadsPath, threadBody(cat, set("title", blank))), http.StatusBadRequest, "content_policy_violation", "/title")
+			expectAt(t, w.post(t, a, forum.ThreadsPath, threadBody(cat, set("body_markdown", blank+"\n\n"+blank))), http.StatusBadRequest, "content_policy_violation", "/body_markdown")
+			expectAt(t, w.post(t, a, forum.RepliesPath, replyBody(thread, "", set("body_markdown", blank))), http.StatusBadRequest, "content_policy_violation", "/body_markdown")
 		}
-		w.ftUnchanged(t, before)
+		w.unchanged(t, before)
 	})
 }
 
 // catchUp posts a catch-up request as a and decodes the answer.
-func (w *ftWorld) catchUp(t testing.TB, a ftAgent, body map[string]any) forum.CatchUpResponse {
+func (w *world) catchUp(t testing.TB, a agent, body map[string]any) forum.CatchUpResponse {
 	t.Helper()
 	r := w.post(t, a, forum.CatchUpPath, body)
 	testkit.Expect(t, r, http.StatusOK, "")
@@ -165,14 +165,14 @@ func ids(p forum.CatchUpResponse) []string {
 // the same catch-up, even though its id sorts before posts that page could have returned: catch-up
 // never passes a transaction still running. (PostgreSQL only: SQLite serialises writers, so a post
 // cannot commit while another write waits.)
-func TestFtCatchUpNeverSkipsALateCommit(t *testing.T) {
-	w := ftNewWorld(t, database.Postgres)
-	cat := w.ftCategory(t, "cooking")
-	author, reader := ftNewAgent("author"), ftNewAgent("reader")
-	first := w.ftThread(t, author, cat)
+func TestCatchUpNeverSkipsALateCommit(t *testing.T) {
+	w := newWorld(t, database.Postgres)
+	cat := w.category(t, "cooking")
+	author, reader := newAgent("author"), newAgent("reader")
+	first := w.thread(t, author, cat)
 
 	// A write takes its id and holds its transaction open, as a slow write does.
-	late := ftID()
+	late := newID()
 	tx := w.db.Begin()
 	t.Cleanup(func() { tx.Rollback() })
 	now := w.clock.Now()
@@ -181,8 +181,8 @@ VALUES (?, ?, ?, 'author', 'Committed late', 'Slow.', 'discussion', 0, 0, 0, 0, 
 		t.Fatal(err)
 	}
 	// Posts whose ids sort after it commit meanwhile.
-	second := w.ftThread(t, author, cat)
-	third := w.ftThread(t, author, cat)
+	second := w.thread(t, author, cat)
+	third := w.thread(t, author, cat)
 	if !(late < second && second < third) {
 		t.Fatalf("ids out of order: %s %s %s", late, second, third)
 	}
@@ -209,13 +209,13 @@ VALUES (?, ?, ?, 'author', 'Committed late', 'Slow.', 'discussion', 0, 0, 0, 0, 
 
 // Catch-up cursors are sealed to the agent that got them: an edited one (a window widened past
 // fourteen days), or another agent's, is 400 invalid_cursor.
-func TestFtCatchUpCursorSealed(t *testing.T) {
+func TestCatchUpCursorSealed(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		author, reader, other := ftNewAgent("author"), ftNewAgent("reader"), ftNewAgent("other")
-		w.ftThread(t, author, cat)
-		w.ftThread(t, author, cat)
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		author, reader, other := newAgent("author"), newAgent("reader"), newAgent("other")
+		w.thread(t, author, cat)
+		w.thread(t, author, cat)
 		page := w.catchUp(t, reader, map[string]any{"limit": 1})
 		if page.NextCursor == nil {
 			t.Fatal("no next page")
@@ -239,14 +239,14 @@ func TestFtCatchUpCursorSealed(t *testing.T) {
 
 // Search pages at most maxResults deep: the page holding the thousandth result is the last, and a
 // cursor past it (which only the server could seal) is refused.
-func TestFtSearchDepthBounded(t *testing.T) {
-	w := ftNewWorld(t, database.SQLite)
-	cat := w.ftCategory(t, "cooking")
-	a := ftNewAgent("cook-one")
+func TestSearchDepthBounded(t *testing.T) {
+	w := newWorld(t, database.SQLite)
+	cat := w.category(t, "cooking")
+	a := newAgent("cook-one")
 	for range 12 {
-		w.ftThread(t, a, cat, ftSet("body_markdown", "lentil stew"))
+		w.thread(t, a, cat, set("body_markdown", "lentil stew"))
 	}
-	codec := ftCursors(t, w.clock)
+	codec := cursors(t, w.clock)
 	at := func(offset int) string {
 		s, err := codec.Seal("forum:search:lentil", map[string]any{"c": offset})
 		if err != nil {
@@ -281,10 +281,10 @@ func TestPagesDatabaseAway(t *testing.T) {
 	}
 	gin.SetMode(gin.ReleaseMode)
 	engine := gin.New()
-	forum.NewPages(forum.NewReads(plugin.ReadDB{DB: db}, ftCursors(t, testkit.NewClock(time.Now())), nil), site.New(forum.Nav())).Routes().Mount(engine)
+	forum.NewPages(forum.NewReads(plugin.ReadDB{DB: db}, cursors(t, testkit.NewClock(time.Now())), nil), site.New(forum.Nav())).Routes().Mount(engine)
 	srv := httptest.NewServer(engine)
 	t.Cleanup(srv.Close)
-	for _, path := range []string{"/forum", "/forum/c/kitchen", "/forum/t/" + ftID(), "/forum/search?q=lentil"} {
+	for _, path := range []string{"/forum", "/forum/c/kitchen", "/forum/t/" + newID(), "/forum/search?q=lentil"} {
 		res, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)

@@ -46,8 +46,8 @@ func TestMain(m *testing.M) {
 	dbtest.Main(m)
 }
 
-// ftCursors is the cursor codec of a test, on its clock.
-func ftCursors(t testing.TB, clock port.Clock) *cursor.Codec {
+// cursors is the cursor codec of a test, on its clock.
+func cursors(t testing.TB, clock port.Clock) *cursor.Codec {
 	t.Helper()
 	c, err := cursor.New([][]byte{[]byte("forum test cursor key, 32 bytes or more")}, clock.Now)
 	if err != nil {
@@ -56,8 +56,8 @@ func ftCursors(t testing.TB, clock port.Clock) *cursor.Codec {
 	return c
 }
 
-// ftWorld is one test's database and the forum's components on it.
-type ftWorld struct {
+// world is one test's database and the forum's components on it.
+type world struct {
 	dialect string
 	db      *gorm.DB
 	clock   *testkit.Clock
@@ -70,22 +70,22 @@ type ftWorld struct {
 	version *forum.ContentVersion
 }
 
-func ftNewWorld(t testing.TB, dialect string) *ftWorld {
+func newWorld(t testing.TB, dialect string) *world {
 	t.Helper()
-	return ftNewWorldWith(t, dialect, nil)
+	return newWorldWith(t, dialect, nil)
 }
 
-// ftNewWorldWith is a world whose forum resolves attachments through assets (a deployment with media).
-func ftNewWorldWith(t testing.TB, dialect string, assets port.Assets) *ftWorld {
+// newWorldWith is a world whose forum resolves attachments through assets (a deployment with media).
+func newWorldWith(t testing.TB, dialect string, assets port.Assets) *world {
 	t.Helper()
 	db := dbtest.Open(t, dialect, forum.Migrations())
 	if err := db.AutoMigrate(&testkit.ChargeRow{}); err != nil {
 		t.Fatal(err)
 	}
-	w := &ftWorld{dialect: dialect, db: db, clock: testkit.NewClock(testkit.T0), meter: testkit.NewMeter(1), assets: assets}
+	w := &world{dialect: dialect, db: db, clock: testkit.NewClock(testkit.T0), meter: testkit.NewMeter(1), assets: assets}
 	w.cats = forum.NewCategories(db, w.clock)
-	w.writes = forum.NewWrites(db, w.clock, w.meter, schema.Published(), ftCursors(t, w.clock), w.assets)
-	w.reads = forum.NewReads(plugin.ReadDB{DB: db}, ftCursors(t, w.clock), w.assets)
+	w.writes = forum.NewWrites(db, w.clock, w.meter, schema.Published(), cursors(t, w.clock), w.assets)
+	w.reads = forum.NewReads(plugin.ReadDB{DB: db}, cursors(t, w.clock), w.assets)
 	// Every read of these tests goes through the read cache, as in the service: a test that reads
 	// what it changed checks that the change reached the cache.
 	w.version = forum.NewContentVersion(db, slog.New(slog.DiscardHandler))
@@ -96,13 +96,13 @@ func ftNewWorldWith(t testing.TB, dialect string, assets port.Assets) *ftWorld {
 	w.writes.Notify(w.version)
 	w.cats.Notify(w.version)
 	w.reads.UseCache(forum.NewReadCache(w.version, db, w.clock))
-	w.engine = ftMount(t, w.writes, w.reads)
+	w.engine = mount(t, w.writes, w.reads)
 	return w
 }
 
-// ftMount builds the test kit's engine with the read plane's public routes, and the write routes under
+// mount builds the test kit's engine with the read plane's public routes, and the write routes under
 // the agent prefix behind the kit's stand-in guard.
-func ftMount(t testing.TB, wr *forum.Writes, rd *forum.Reads) *gin.Engine {
+func mount(t testing.TB, wr *forum.Writes, rd *forum.Reads) *gin.Engine {
 	t.Helper()
 	g := testkit.Engine(t)
 	pub := rd.Routes()
@@ -134,23 +134,23 @@ func ftMount(t testing.TB, wr *forum.Writes, rd *forum.Reads) *gin.Engine {
 	return g
 }
 
-// ftAgent is an agent the tests write as.
-type ftAgent struct {
+// agent is an agent the tests write as.
+type agent struct {
 	ID, Org, Handle string
 }
 
-// ftNewAgent returns an agent of a new organisation; handle must fit the read plane's pattern.
-func ftNewAgent(handle string) ftAgent {
-	return ftAgent{ID: ftID(), Org: ftID(), Handle: handle}
+// newAgent returns an agent of a new organisation; handle must fit the read plane's pattern.
+func newAgent(handle string) agent {
+	return agent{ID: newID(), Org: newID(), Handle: handle}
 }
 
-// ftID returns a lowercase UUIDv7.
-func ftID() string { return uuid.Must(uuid.NewV7()).String() }
+// newID returns a lowercase UUIDv7.
+func newID() string { return uuid.Must(uuid.NewV7()).String() }
 
-func (w *ftWorld) serve(req *http.Request) testkit.Result { return testkit.Serve(w.engine, req) }
+func (w *world) serve(req *http.Request) testkit.Result { return testkit.Serve(w.engine, req) }
 
-// ftMarshal encodes a request body: bytes and strings as they are, anything else as JSON.
-func ftMarshal(t testing.TB, body any) []byte {
+// marshal encodes a request body: bytes and strings as they are, anything else as JSON.
+func marshal(t testing.TB, body any) []byte {
 	t.Helper()
 	switch b := body.(type) {
 	case []byte:
@@ -165,23 +165,23 @@ func ftMarshal(t testing.TB, body any) []byte {
 	return raw
 }
 
-// ftRequest builds a write of raw to path (relative to the agent prefix) as a, with a fresh
+// request builds a write of raw to path (relative to the agent prefix) as a, with a fresh
 // Idempotency-Key (which the write hands to the meter).
-func ftRequest(a ftAgent, path string, raw []byte) *http.Request {
+func request(a agent, path string, raw []byte) *http.Request {
 	req := httptest.NewRequest(http.MethodPost, plugin.AgentPrefix+path, bytes.NewReader(raw))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", "ft-"+ftID())
+	req.Header.Set("Idempotency-Key", "ft-"+newID())
 	return testkit.As(req, port.Principal{AgentID: a.ID, OrgID: a.Org, Handle: a.Handle})
 }
 
 // post serves a write of body to path as a.
-func (w *ftWorld) post(t testing.TB, a ftAgent, path string, body any) testkit.Result {
+func (w *world) post(t testing.TB, a agent, path string, body any) testkit.Result {
 	t.Helper()
-	return w.serve(ftRequest(a, path, ftMarshal(t, body)))
+	return w.serve(request(a, path, marshal(t, body)))
 }
 
 // get serves a GET of target (a full path with its query) on the public plane.
-func (w *ftWorld) get(target string, hdr ...string) testkit.Result {
+func (w *world) get(target string, hdr ...string) testkit.Result {
 	req := httptest.NewRequest(http.MethodGet, target, nil)
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
@@ -189,8 +189,8 @@ func (w *ftWorld) get(target string, hdr ...string) testkit.Result {
 	return w.serve(req)
 }
 
-// ftPointers returns the pointers a problem names: the entries of errors (422) and its own pointer.
-func ftPointers(t testing.TB, r testkit.Result) []string {
+// pointers returns the pointers a problem names: the entries of errors (422) and its own pointer.
+func pointers(t testing.TB, r testkit.Result) []string {
 	t.Helper()
 	var p struct {
 		Pointer *string `json:"pointer"`
@@ -210,21 +210,21 @@ func ftPointers(t testing.TB, r testkit.Result) []string {
 	return out
 }
 
-// ftExpectAt fails unless r has status and code and names pointer.
-func ftExpectAt(t testing.TB, r testkit.Result, status int, code, pointer string) {
+// expectAt fails unless r has status and code and names pointer.
+func expectAt(t testing.TB, r testkit.Result, status int, code, pointer string) {
 	t.Helper()
 	testkit.Expect(t, r, status, code)
-	for _, p := range ftPointers(t, r) {
+	for _, p := range pointers(t, r) {
 		if p == pointer {
 			return
 		}
 	}
-	t.Fatalf("problem %s names the pointers %q, want %q; body %s", r.Code, ftPointers(t, r), pointer, testkit.Short(r.Body))
+	t.Fatalf("problem %s names the pointers %q, want %q; body %s", r.Code, pointers(t, r), pointer, testkit.Short(r.Body))
 }
 
-// ftExpect422 fails unless r is a 422 validation_failed naming pointer; a non-empty keyword must be
+// expect422 fails unless r is a 422 validation_failed naming pointer; a non-empty keyword must be
 // the code of that entry.
-func ftExpect422(t testing.TB, r testkit.Result, pointer, keyword string) {
+func expect422(t testing.TB, r testkit.Result, pointer, keyword string) {
 	t.Helper()
 	testkit.Expect(t, r, http.StatusUnprocessableEntity, string(problem.ValidationFailed))
 	var p struct {
@@ -242,13 +242,13 @@ func ftExpect422(t testing.TB, r testkit.Result, pointer, keyword string) {
 	t.Fatalf("422 lacks %s (%s); body %s", pointer, keyword, testkit.Short(r.Body))
 }
 
-// ftBilling is the billing declaration every write of these tests sends.
-func ftBilling() map[string]any {
+// billing is the billing declaration every write of these tests sends.
+func billing() map[string]any {
 	return map[string]any{"pricing_version": "2026-11", "max_credit_cost": 10}
 }
 
-// ftCategory creates an open category and returns its id.
-func (w *ftWorld) ftCategory(t testing.TB, slug string) string {
+// category creates an open category and returns its id.
+func (w *world) category(t testing.TB, slug string) string {
 	t.Helper()
 	c, err := w.cats.Create(context.Background(), slug, "Category "+slug, "Threads about "+slug+".")
 	if err != nil {
@@ -257,27 +257,27 @@ func (w *ftWorld) ftCategory(t testing.TB, slug string) string {
 	return c.ID
 }
 
-// ftSetState sets a category's state through Categories.Update.
-func (w *ftWorld) ftSetState(t testing.TB, slug, state string) {
+// setState sets a category's state through Categories.Update.
+func (w *world) setState(t testing.TB, slug, state string) {
 	t.Helper()
 	if _, err := w.cats.Update(context.Background(), slug, forum.CategoryChange{State: &state}); err != nil {
 		t.Fatalf("set %s %s: %v", slug, state, err)
 	}
 }
 
-// ftThreadBody is a valid CreateThreadRequest in category; mods change it.
-func ftThreadBody(category string, mods ...func(map[string]any)) map[string]any {
+// threadBody is a valid CreateThreadRequest in category; mods change it.
+func threadBody(category string, mods ...func(map[string]any)) map[string]any {
 	b := map[string]any{"category_id": category, "title": "Lentils for a cold evening",
-		"body_markdown": "How do you season **red lentils**?", "billing": ftBilling()}
+		"body_markdown": "How do you season **red lentils**?", "billing": billing()}
 	for _, m := range mods {
 		m(b)
 	}
 	return b
 }
 
-// ftReplyBody is a valid CreateReplyRequest to thread (parent "" for none); mods change it.
-func ftReplyBody(thread, parent string, mods ...func(map[string]any)) map[string]any {
-	b := map[string]any{"thread_id": thread, "body_markdown": "Cumin, then lemon at the end.", "billing": ftBilling()}
+// replyBody is a valid CreateReplyRequest to thread (parent "" for none); mods change it.
+func replyBody(thread, parent string, mods ...func(map[string]any)) map[string]any {
+	b := map[string]any{"thread_id": thread, "body_markdown": "Cumin, then lemon at the end.", "billing": billing()}
 	if parent != "" {
 		b["parent_reply_id"] = parent
 	}
@@ -287,10 +287,10 @@ func ftReplyBody(thread, parent string, mods ...func(map[string]any)) map[string
 	return b
 }
 
-// ftTargetBody is the body of a vote ("up", "down"), a clear (value "") or a tombstone (value "") on
+// targetBody is the body of a vote ("up", "down"), a clear (value "") or a tombstone (value "") on
 // the thread or reply id.
-func ftTargetBody(kind, id, value string) map[string]any {
-	b := map[string]any{"billing": ftBilling()}
+func targetBody(kind, id, value string) map[string]any {
+	b := map[string]any{"billing": billing()}
 	switch kind {
 	case forum.KindThread:
 		b["thread_id"] = id
@@ -303,10 +303,10 @@ func ftTargetBody(kind, id, value string) map[string]any {
 	return b
 }
 
-// ftThread creates a thread as a and returns its id; the answer must match its schema.
-func (w *ftWorld) ftThread(t testing.TB, a ftAgent, category string, mods ...func(map[string]any)) string {
+// thread creates a thread as a and returns its id; the answer must match its schema.
+func (w *world) thread(t testing.TB, a agent, category string, mods ...func(map[string]any)) string {
 	t.Helper()
-	r := w.post(t, a, forum.ThreadsPath, ftThreadBody(category, mods...))
+	r := w.post(t, a, forum.ThreadsPath, threadBody(category, mods...))
 	testkit.Expect(t, r, http.StatusOK, "")
 	testkit.Valid(t, "created-thread-response", r.Body)
 	var out forum.CreatedThreadResponse
@@ -314,10 +314,10 @@ func (w *ftWorld) ftThread(t testing.TB, a ftAgent, category string, mods ...fun
 	return out.ThreadID
 }
 
-// ftReply creates a reply as a and returns its id; the answer must match its schema.
-func (w *ftWorld) ftReply(t testing.TB, a ftAgent, thread, parent string, mods ...func(map[string]any)) string {
+// reply creates a reply as a and returns its id; the answer must match its schema.
+func (w *world) reply(t testing.TB, a agent, thread, parent string, mods ...func(map[string]any)) string {
 	t.Helper()
-	r := w.post(t, a, forum.RepliesPath, ftReplyBody(thread, parent, mods...))
+	r := w.post(t, a, forum.RepliesPath, replyBody(thread, parent, mods...))
 	testkit.Expect(t, r, http.StatusOK, "")
 	testkit.Valid(t, "created-reply-response", r.Body)
 	var out forum.CreatedReplyResponse
@@ -325,14 +325,14 @@ func (w *ftWorld) ftReply(t testing.TB, a ftAgent, thread, parent string, mods .
 	return out.ReplyID
 }
 
-// ftVote votes value on the target as a, and returns the answer (validated).
-func (w *ftWorld) ftVote(t testing.TB, a ftAgent, kind, id, value string) forum.VoteResponse {
+// vote votes value on the target as a, and returns the answer (validated).
+func (w *world) vote(t testing.TB, a agent, kind, id, value string) forum.VoteResponse {
 	t.Helper()
 	path := forum.VotesPath
 	if value == "" {
 		path = forum.ClearPath
 	}
-	r := w.post(t, a, path, ftTargetBody(kind, id, value))
+	r := w.post(t, a, path, targetBody(kind, id, value))
 	testkit.Expect(t, r, http.StatusOK, "")
 	testkit.Valid(t, "vote-response", r.Body)
 	var out forum.VoteResponse
@@ -340,10 +340,10 @@ func (w *ftWorld) ftVote(t testing.TB, a ftAgent, kind, id, value string) forum.
 	return out
 }
 
-// ftTombstone tombstones the target as a.
-func (w *ftWorld) ftTombstone(t testing.TB, a ftAgent, kind, id string) forum.TombstoneResponse {
+// tombstone tombstones the target as a.
+func (w *world) tombstone(t testing.TB, a agent, kind, id string) forum.TombstoneResponse {
 	t.Helper()
-	r := w.post(t, a, forum.TombstonePath, ftTargetBody(kind, id, ""))
+	r := w.post(t, a, forum.TombstonePath, targetBody(kind, id, ""))
 	testkit.Expect(t, r, http.StatusOK, "")
 	testkit.Valid(t, "tombstone-response", r.Body)
 	var out forum.TombstoneResponse
@@ -351,8 +351,8 @@ func (w *ftWorld) ftTombstone(t testing.TB, a ftAgent, kind, id string) forum.To
 	return out
 }
 
-// ftRead GETs target, expects a 200 that validates against schemaName, and decodes it into v.
-func (w *ftWorld) ftRead(t testing.TB, target, schemaName string, v any) testkit.Result {
+// read GETs target, expects a 200 that validates against schemaName, and decodes it into v.
+func (w *world) read(t testing.TB, target, schemaName string, v any) testkit.Result {
 	t.Helper()
 	r := w.get(target)
 	testkit.Expect(t, r, http.StatusOK, "")
@@ -368,24 +368,24 @@ func (w *ftWorld) ftRead(t testing.TB, target, schemaName string, v any) testkit
 	return r
 }
 
-// ftGetThread reads a thread from the read plane.
-func (w *ftWorld) ftGetThread(t testing.TB, id string) forum.Thread {
+// getThread reads a thread from the read plane.
+func (w *world) getThread(t testing.TB, id string) forum.Thread {
 	t.Helper()
 	var th forum.Thread
-	w.ftRead(t, forum.ThreadPath+"/"+id, "thread", &th)
+	w.read(t, forum.ThreadPath+"/"+id, "thread", &th)
 	return th
 }
 
-// ftGetReply reads a reply from the read plane.
-func (w *ftWorld) ftGetReply(t testing.TB, id string) forum.Reply {
+// getReply reads a reply from the read plane.
+func (w *world) getReply(t testing.TB, id string) forum.Reply {
 	t.Helper()
 	var rp forum.Reply
-	w.ftRead(t, forum.ReplyPath+"/"+id, "reply", &rp)
+	w.read(t, forum.ReplyPath+"/"+id, "reply", &rp)
 	return rp
 }
 
-// ftCount returns the rows of table.
-func (w *ftWorld) ftCount(t testing.TB, table string) int64 {
+// count returns the rows of table.
+func (w *world) count(t testing.TB, table string) int64 {
 	t.Helper()
 	var n int64
 	if err := w.db.Table(table).Count(&n).Error; err != nil {
@@ -394,12 +394,12 @@ func (w *ftWorld) ftCount(t testing.TB, table string) int64 {
 	return n
 }
 
-// ftState is everything a write may change, for comparing before and after a refused one.
-func (w *ftWorld) ftState(t testing.TB) string {
+// state is everything a write may change, for comparing before and after a refused one.
+func (w *world) state(t testing.TB) string {
 	t.Helper()
 	var b strings.Builder
 	for _, table := range []string{"forum_threads", "forum_replies", "forum_votes", "forum_references", "testkit_charges"} {
-		fmt.Fprintf(&b, "%s=%d ", table, w.ftCount(t, table))
+		fmt.Fprintf(&b, "%s=%d ", table, w.count(t, table))
 	}
 	type post struct {
 		ID              string
@@ -447,25 +447,25 @@ func (w *ftWorld) ftState(t testing.TB) string {
 	return b.String()
 }
 
-// ftUnchanged fails unless the forum's state is before.
-func (w *ftWorld) ftUnchanged(t testing.TB, before string) {
+// unchanged fails unless the forum's state is before.
+func (w *world) unchanged(t testing.TB, before string) {
 	t.Helper()
-	if after := w.ftState(t); after != before {
+	if after := w.state(t); after != before {
 		t.Fatalf("state changed:\nbefore %s\nafter  %s", before, after)
 	}
 }
 
-// ftStrPtr returns a pointer to s.
-func ftStrPtr(s string) *string { return &s }
+// strPtr returns a pointer to s.
+func strPtr(s string) *string { return &s }
 
-// ftExpectUnder fails unless r has status and code and names pointer or a member below it.
-func ftExpectUnder(t testing.TB, r testkit.Result, status int, code, pointer string) {
+// expectUnder fails unless r has status and code and names pointer or a member below it.
+func expectUnder(t testing.TB, r testkit.Result, status int, code, pointer string) {
 	t.Helper()
 	testkit.Expect(t, r, status, code)
-	for _, p := range ftPointers(t, r) {
+	for _, p := range pointers(t, r) {
 		if p == pointer || strings.HasPrefix(p, pointer+"/") {
 			return
 		}
 	}
-	t.Fatalf("problem %s names the pointers %q, want %q or below; body %s", r.Code, ftPointers(t, r), pointer, testkit.Short(r.Body))
+	t.Fatalf("problem %s names the pointers %q, want %q or below; body %s", r.Code, pointers(t, r), pointer, testkit.Short(r.Body))
 }

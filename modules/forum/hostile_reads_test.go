@@ -19,8 +19,8 @@ import (
 func TestHostileSlugs(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		t.Parallel()
-		w := ftNewWorld(t, dialect)
-		w.ftCategory(t, "soup")
+		w := newWorld(t, dialect)
+		w.category(t, "soup")
 		testkit.MountPublic(t, w.engine, forum.NewPages(w.reads, site.New(forum.Nav())).Routes())
 		for _, target := range []string{
 			forum.CategoriesPath + "/%ff",
@@ -41,8 +41,8 @@ func TestHostileSlugs(t *testing.T) {
 // 503 not_ready, as on the thread's own lookup, not 500 (the cause is kept when it is wrapped).
 func TestThreadCategoryUnavailable(t *testing.T) {
 	t.Parallel()
-	w := ftNewWorld(t, database.SQLite)
-	th := w.ftThread(t, ftNewAgent("timeout"), w.ftCategory(t, "slow"))
+	w := newWorld(t, database.SQLite)
+	th := w.thread(t, newAgent("timeout"), w.category(t, "slow"))
 	var fail atomic.Bool
 	if err := w.db.Callback().Query().Before("gorm:query").Register("test:timeout", func(tx *gorm.DB) {
 		if fail.Load() && tx.Statement.Table == "forum_categories" {

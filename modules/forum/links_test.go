@@ -11,13 +11,13 @@ import (
 	"github.com/svcforum/svc/modules/forum"
 )
 
-var ftNextLink = regexp.MustCompile(`^<([^<>]+)>; rel="next"$`)
+var nextLink = regexp.MustCompile(`^<([^<>]+)>; rel="next"$`)
 
-// ftFollow reads a paged list from first by following only its Link headers, and returns what each
+// follow reads a paged list from first by following only its Link headers, and returns what each
 // page's items (read by items) were. Every page's Link must carry exactly the body's next_cursor,
 // keep the request's other parameters, be the same when the page comes from the read cache, and be
 // absent on the last page.
-func (w *ftWorld) ftFollow(t *testing.T, first, schemaName string, items func(raw []byte) []string) []string {
+func (w *world) follow(t *testing.T, first, schemaName string, items func(raw []byte) []string) []string {
 	t.Helper()
 	var got []string
 	target := first
@@ -25,7 +25,7 @@ func (w *ftWorld) ftFollow(t *testing.T, first, schemaName string, items func(ra
 		if page > 50 {
 			t.Fatal("the Link walk does not end")
 		}
-		r := w.ftRead(t, target, schemaName, nil)
+		r := w.read(t, target, schemaName, nil)
 		if again := w.get(target); again.Header.Get("Link") != r.Header.Get("Link") {
 			t.Fatalf("%s: Link %q, from the cache %q", target, r.Header.Get("Link"), again.Header.Get("Link"))
 		}
@@ -46,7 +46,7 @@ func (w *ftWorld) ftFollow(t *testing.T, first, schemaName string, items func(ra
 		if len(links) != 1 {
 			t.Fatalf("%s: next_cursor but Link %q", target, links)
 		}
-		m := ftNextLink.FindStringSubmatch(links[0])
+		m := nextLink.FindStringSubmatch(links[0])
 		if m == nil {
 			t.Fatalf("%s: Link %q", target, links[0])
 		}
@@ -70,19 +70,19 @@ func (w *ftWorld) ftFollow(t *testing.T, first, schemaName string, items func(ra
 
 // Every paged read of the read plane links to its next page (Link: <...>; rel="next"): following the
 // links alone walks the same items as following next_cursor.
-func TestFtReadNextLinks(t *testing.T) {
+func TestReadNextLinks(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		a, b := ftNewAgent("cook-one"), ftNewAgent("cook-two")
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		a, b := newAgent("cook-one"), newAgent("cook-two")
 		var threads []string
 		for range 5 {
-			threads = append(threads, w.ftThread(t, a, cat, ftSet("body_markdown", "lentil soup")))
+			threads = append(threads, w.thread(t, a, cat, set("body_markdown", "lentil soup")))
 		}
-		w.ftVote(t, b, forum.KindThread, threads[1], "up")
+		w.vote(t, b, forum.KindThread, threads[1], "up")
 		var replies []string
 		for range 3 {
-			replies = append(replies, w.ftReply(t, b, threads[0], ""))
+			replies = append(replies, w.reply(t, b, threads[0], ""))
 		}
 
 		threadIDs := func(raw []byte) []string {
@@ -90,14 +90,14 @@ func TestFtReadNextLinks(t *testing.T) {
 			if err := json.Unmarshal(raw, &l); err != nil {
 				t.Fatal(err)
 			}
-			return ftThreadIDs(t, l)
+			return threadIDs(t, l)
 		}
 		for _, sort := range []string{"newest", "top"} {
-			got := w.ftFollow(t, ftThreadsURL("cooking", "sort="+sort, "limit=2"), "thread-list", threadIDs)
-			ftEqual(t, sort+" by Link", got, w.ftWalk(t, "cooking", sort, 2, nil))
+			got := w.follow(t, threadsURL("cooking", "sort="+sort, "limit=2"), "thread-list", threadIDs)
+			equal(t, sort+" by Link", got, w.walk(t, "cooking", sort, 2, nil))
 		}
 
-		got := w.ftFollow(t, ftRepliesURL(threads[0], "limit=2"), "reply-list", func(raw []byte) []string {
+		got := w.follow(t, repliesURL(threads[0], "limit=2"), "reply-list", func(raw []byte) []string {
 			var l forum.ReplyList
 			if err := json.Unmarshal(raw, &l); err != nil {
 				t.Fatal(err)
@@ -108,9 +108,9 @@ func TestFtReadNextLinks(t *testing.T) {
 			}
 			return ids
 		})
-		ftEqual(t, "replies by Link", got, replies)
+		equal(t, "replies by Link", got, replies)
 
-		got = w.ftFollow(t, forum.SearchPath+"?q=lentil&limit=2", "search-result", func(raw []byte) []string {
+		got = w.follow(t, forum.SearchPath+"?q=lentil&limit=2", "search-result", func(raw []byte) []string {
 			var res forum.SearchResult
 			if err := json.Unmarshal(raw, &res); err != nil {
 				t.Fatal(err)
@@ -124,6 +124,6 @@ func TestFtReadNextLinks(t *testing.T) {
 		slices.Sort(got)
 		want := slices.Clone(threads)
 		slices.Sort(want)
-		ftEqual(t, "search by Link", got, want)
+		equal(t, "search by Link", got, want)
 	})
 }

@@ -13,9 +13,9 @@ import (
 // block quote too.
 func TestMarkdownTablesAreBounded(t *testing.T) {
 	t.Parallel()
-	w := ftNewWorld(t, database.SQLite)
-	a := ftNewAgent("tabler")
-	cat := w.ftCategory(t, "tables")
+	w := newWorld(t, database.SQLite)
+	a := newAgent("tabler")
+	cat := w.category(t, "tables")
 	stored := func(id string) string {
 		t.Helper()
 		var html string
@@ -25,14 +25,14 @@ func TestMarkdownTablesAreBounded(t *testing.T) {
 		return html
 	}
 	ordinary := "| dish | minutes |\n|---|--:|\n| dal | 40 |\n| rice | 20 |\n\n> | a | b |\n> |---|---|\n> | 1 | 2 |"
-	if html := stored(w.ftThread(t, a, cat, ftSet("body_markdown", ordinary))); strings.Count(html, "<table>") != 2 || !strings.Contains(html, "<td>dal</td>") {
+	if html := stored(w.thread(t, a, cat, set("body_markdown", ordinary))); strings.Count(html, "<table>") != 2 || !strings.Contains(html, "<td>dal</td>") {
 		t.Fatalf("an ordinary table: %s", html)
 	}
 	for name, bomb := range map[string]string{
 		"wide header":  strings.Repeat("|a", 3000) + "\n" + strings.Repeat("|-", 3000) + "\n" + strings.Repeat("x\n", 1000),
 		"quoted, wide": "> " + strings.Repeat("|a", 3000) + "\n> " + strings.Repeat("|-", 3000) + "\n" + strings.Repeat("> x\n", 1000),
 	} {
-		html := stored(w.ftThread(t, a, cat, ftSet("body_markdown", bomb)))
+		html := stored(w.thread(t, a, cat, set("body_markdown", bomb)))
 		if len(html) > 20*len(bomb) || strings.Contains(html, "<table>") {
 			t.Fatalf("%s: %d characters of Markdown stored %d of HTML", name, len(bomb), len(html))
 		}

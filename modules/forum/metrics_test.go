@@ -12,16 +12,16 @@ import (
 	"github.com/svcforum/svc/testkit"
 )
 
-// TestFtWritesCounted: a write that commits counts once under its kind; a write the meter refuses
+// TestWritesCounted: a write that commits counts once under its kind; a write the meter refuses
 // counts nothing.
-func TestFtWritesCounted(t *testing.T) {
+func TestWritesCounted(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "counted")
-		a := ftNewAgent("counter")
-		testkit.Expect(t, w.post(t, a, forum.ThreadsPath, ftThreadBody(cat)), http.StatusOK, "")
+		w := newWorld(t, dialect)
+		cat := w.category(t, "counted")
+		a := newAgent("counter")
+		testkit.Expect(t, w.post(t, a, forum.ThreadsPath, threadBody(cat)), http.StatusOK, "")
 		w.meter.Refuse(problem.New(problem.InsufficientCredits, "No credits."))
-		testkit.Expect(t, w.post(t, a, forum.ThreadsPath, ftThreadBody(cat)), http.StatusConflict, "insufficient_credits")
+		testkit.Expect(t, w.post(t, a, forum.ThreadsPath, threadBody(cat)), http.StatusConflict, "insufficient_credits")
 
 		got := testkit.Counters(t, w.writes.Metrics())
 		if len(got) != 1 || got[`svc_writes_total{kind="`+port.OpCreateThread+`"}`] != 1 {
@@ -30,19 +30,19 @@ func TestFtWritesCounted(t *testing.T) {
 	})
 }
 
-// TestFtWritesCountedByOperation: each of the seven writes counts under the operation it is charged as.
-func TestFtWritesCountedByOperation(t *testing.T) {
+// TestWritesCountedByOperation: each of the seven writes counts under the operation it is charged as.
+func TestWritesCountedByOperation(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorldWith(t, dialect, ftAssets{})
-		cat := w.ftCategory(t, "counted")
-		a := ftNewAgent("counter")
-		thread := w.ftThread(t, a, cat)
-		reply := w.ftReply(t, a, thread, "")
-		w.ftVote(t, a, forum.KindReply, reply, "up")
-		w.ftVote(t, a, forum.KindReply, reply, "")
+		w := newWorldWith(t, dialect, assets{})
+		cat := w.category(t, "counted")
+		a := newAgent("counter")
+		thread := w.thread(t, a, cat)
+		reply := w.reply(t, a, thread, "")
+		w.vote(t, a, forum.KindReply, reply, "up")
+		w.vote(t, a, forum.KindReply, reply, "")
 		testkit.Expect(t, w.put(t, a, forum.KindThread, thread), http.StatusOK, "")
 		testkit.Expect(t, w.put(t, a, forum.KindReply, reply), http.StatusOK, "")
-		w.ftTombstone(t, a, forum.KindReply, reply)
+		w.tombstone(t, a, forum.KindReply, reply)
 
 		want := map[string]float64{}
 		for _, op := range []string{port.OpCreateThread, port.OpCreateReply, port.OpVote, port.OpClearVote,

@@ -142,7 +142,7 @@ END`,
 }
 
 // migrate0003 records, on PostgreSQL, the id of the transaction that wrote each post, so that
-// catch-up can page posts in the order they committed (order.go); rows written before it share the
+// catch-up can page posts in the order they committed (commitorder.go); rows written before it share the
 // migration's. Catch-up reads in that order from a window of creation times. SQLite needs neither: its
 // writes are serialised, and its ids already sort in commit order.
 func migrate0003(tx *gorm.DB) error {

@@ -29,7 +29,7 @@ func TestBrowseMigrationsUpgradeStoredPosts(t *testing.T) {
 		}
 		before := plugin.Migrations{Module: all.Module, Steps: all.Steps[:at]}
 		db := dbtest.Open(t, dialect, before)
-		cat, thread, reply := ftID(), ftID(), ftID()
+		cat, thread, reply := newID(), newID(), newID()
 		now := testkit.T0
 		body := "Rinse the lentils.\n\n| Item | Qty |\n|---|---|\n| lentils | 200 g |\n\n![the dal](https://img.example/dal.jpg)"
 		for _, q := range []struct {
@@ -38,9 +38,9 @@ func TestBrowseMigrationsUpgradeStoredPosts(t *testing.T) {
 		}{
 			{`INSERT INTO forum_categories (id, slug, name, description, state, thread_count, created_at, updated_at) VALUES (?, 'kitchen', 'Kitchen', '', 'open', 1, ?, ?)`, []any{cat, now, now}},
 			{`INSERT INTO forum_threads (id, category_id, author_id, author_handle, title, body_markdown, body_html, intent, score, up, down, reply_count, created_at, last_activity)
-VALUES (?, ?, ?, 'chef', 'Dal', ?, '<p>as rendered before</p>', 'discussion', 0, 0, 0, 1, ?, ?)`, []any{thread, cat, ftID(), body, now, now}},
+VALUES (?, ?, ?, 'chef', 'Dal', ?, '<p>as rendered before</p>', 'discussion', 0, 0, 0, 1, ?, ?)`, []any{thread, cat, newID(), body, now, now}},
 			{`INSERT INTO forum_replies (id, thread_id, author_id, author_handle, body_markdown, body_html, intent, score, up, down, created_at)
-VALUES (?, ?, ?, 'taster', 'More lentils.', '<p>old reply</p>', 'answer', 0, 0, 0, ?)`, []any{reply, thread, ftID(), now}},
+VALUES (?, ?, ?, 'taster', 'More lentils.', '<p>old reply</p>', 'answer', 0, 0, 0, ?)`, []any{reply, thread, newID(), now}},
 		} {
 			if err := db.Exec(q.sql, q.args...).Error; err != nil {
 				t.Fatal(err)
@@ -59,13 +59,13 @@ VALUES (?, ?, ?, 'taster', 'More lentils.', '<p>old reply</p>', 'answer', 0, 0, 
 			t.Errorf("%d posts keep the HTML rendered before forum_0011, want none", kept)
 		}
 
-		reads := forum.NewReads(plugin.ReadDB{DB: db}, ftCursors(t, testkit.NewClock(time.Now())), nil)
+		reads := forum.NewReads(plugin.ReadDB{DB: db}, cursors(t, testkit.NewClock(time.Now())), nil)
 		g := testkit.Engine(t)
 		testkit.MountPublic(t, g, reads.Routes())
 		testkit.MountPublic(t, g, forum.NewPages(reads, site.New(forum.Nav())).Routes())
-		w := &ftWorld{engine: g}
+		w := &world{engine: g}
 		var res forum.SearchResult
-		w.ftRead(t, forum.SearchPath+"?q=lentil", "search-result", &res)
+		w.read(t, forum.SearchPath+"?q=lentil", "search-result", &res)
 		if len(res.Results) != 2 {
 			t.Errorf("lentil finds %d posts written before forum_0010, want 2: %+v", len(res.Results), res.Results)
 		}

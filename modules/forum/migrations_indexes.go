@@ -10,8 +10,8 @@ import (
 // (issue 17; README, Decisions):
 //
 //   - (created_at, commit order) on threads and replies: the floor of a catch-up window, where its scan
-//     in commit order starts (window.go), read from the index alone. The commit order is txid on
-//     PostgreSQL, the id on SQLite (order.go).
+//     in commit order starts (windowFloor), read from the index alone. The commit order is txid on
+//     PostgreSQL, the id on SQLite (commitorder.go).
 //   - (author_id, id) on threads and replies: an agent's last post, newest id first (lastAuthored), and
 //     the agent's own threads and replies, whose replies are related to it (recentReplies).
 //   - (thread_id, created_at) and (parent_reply_id, created_at) on replies: the replies to those since

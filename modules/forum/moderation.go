@@ -12,7 +12,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/port"
-	"github.com/svcforum/svc/database"
 )
 
 // Moderation offers port.Moderation to the module that moderates content (reports): whether a post
@@ -134,10 +133,7 @@ func (Moderation) VisibleIn(p *write.Plan, kind, id string, explain func(context
 		p.Refuse(fmt.Errorf("unknown post kind %q", kind))
 		return
 	}
-	lock := ""
-	if p.Dialect() == database.Postgres {
-		lock = " FOR SHARE"
-	}
+	lock := dialectNamed(p.Dialect()).shareLock()
 	p.Check(explain, "SELECT EXISTS (SELECT 1 FROM "+table+" WHERE id = ? AND tombstoned_at IS NULL AND hidden_at IS NULL"+lock+")", id)
 }
 

@@ -22,21 +22,21 @@ import (
 // image's alt text and caption, in order), in one statement; no post, or another kind, is not found.
 func TestModerationPost(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		a := ftNewAgent("moderated")
-		cat := w.ftCategory(t, "moderated")
+		w := newWorld(t, dialect)
+		a := newAgent("moderated")
+		cat := w.category(t, "moderated")
 		// A step as its author wrote it, with the characters the stored JSON escapes.
 		step := `Warm the ghee & add the <cumin> "seeds" until they crackle & darken.`
-		thread := w.ftThread(t, a, cat, func(b map[string]any) {
+		thread := w.thread(t, a, cat, func(b map[string]any) {
 			b["title"], b["body_markdown"], b["declared_model"] = "Title words", "Body words", "model-x"
-			r := ftRecipe()
-			ftItem(r, "steps", 0)["instruction"] = step
+			r := recipe()
+			item(r, "steps", 0)["instruction"] = step
 			b["recipe"] = r
 		})
-		reply := w.ftReply(t, a, thread, "", func(b map[string]any) { b["body_markdown"] = "Reply words" })
+		reply := w.reply(t, a, thread, "", func(b map[string]any) { b["body_markdown"] = "Reply words" })
 		for i, im := range []struct{ alt, caption any }{{"second alt", nil}, {"first alt", "first caption"}} {
 			if err := w.db.Exec(`INSERT INTO forum_attachments (id, post_kind, post_id, position, asset_id, alt_text, caption, is_cover, ai_generated, format, width, height, display_width, display_height, thumb_width, thumb_height)
-VALUES (?, 'reply', ?, ?, ?, ?, ?, false, false, 'png', 1, 1, 1, 1, 1, 1)`, ftID(), reply, 1-i, ftID(), im.alt, im.caption).Error; err != nil {
+VALUES (?, 'reply', ?, ?, ?, ?, ?, false, false, 'png', 1, 1, 1, 1, 1, 1)`, newID(), reply, 1-i, newID(), im.alt, im.caption).Error; err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -59,14 +59,14 @@ VALUES (?, 'reply', ?, ?, ?, ?, ?, false, false, 'png', 1, 1, 1, 1, 1, 1)`, ftID
 		if want := "\nReply words\nfirst alt\nfirst caption\nsecond alt"; p.Text != want {
 			t.Fatalf("reply text %q, want %q", p.Text, want)
 		}
-		w.ftTombstone(t, a, forum.KindReply, reply)
+		w.tombstone(t, a, forum.KindReply, reply)
 		if p, ok, err = m.Post(ctx, w.db, forum.KindReply, reply); err != nil || !ok || p.Visible {
 			t.Fatalf("a tombstoned reply: %+v %v %v", p, ok, err)
 		}
 		if _, ok, err = m.Post(ctx, w.db, forum.KindReply, thread); err != nil || ok {
 			t.Fatalf("a thread's id as a reply: found %v (%v)", ok, err)
 		}
-		if _, ok, err = m.Post(ctx, w.db, forum.KindThread, ftID()); err != nil || ok {
+		if _, ok, err = m.Post(ctx, w.db, forum.KindThread, newID()); err != nil || ok {
 			t.Fatalf("no such thread: found %v (%v)", ok, err)
 		}
 
@@ -102,9 +102,9 @@ VALUES (?, 'reply', ?, ?, ?, ?, ?, false, false, 'png', 1, 1, 1, 1, 1, 1)`, ftID
 // post's visibility while a hide of that post is under way waits for it, and then fails with the
 // explanation instead of passing on the visibility it could read before the hide committed.
 func TestVisibleInWaitsForAHide(t *testing.T) {
-	w := ftNewWorld(t, database.Postgres)
-	a := ftNewAgent("hider")
-	thread := w.ftThread(t, a, w.ftCategory(t, "hiding"))
+	w := newWorld(t, database.Postgres)
+	a := newAgent("hider")
+	thread := w.thread(t, a, w.category(t, "hiding"))
 	ctx := context.Background()
 	m := forum.NewModeration()
 

@@ -126,7 +126,7 @@ func pgSetup(t *testing.T) *pgWorld {
 	w.srv = httptest.NewServer(engine)
 	t.Cleanup(w.srv.Close)
 	dir := brDirectory{owners: map[string]port.AgentOwner{w.souper: {OrgID: pgID(t), OrgName: "Kitchen Bots Ltd"}}}
-	forum.NewPages(forum.NewReads(plugin.ReadDB{DB: db}, ftCursors(t, testkit.NewClock(time.Now())), nil), site.New(forum.Nav()),
+	forum.NewPages(forum.NewReads(plugin.ReadDB{DB: db}, cursors(t, testkit.NewClock(time.Now())), nil), site.New(forum.Nav()),
 		forum.WithBaseURL(w.srv.URL), forum.WithDirectory(dir)).Routes().Mount(engine)
 	return w
 }

@@ -21,19 +21,19 @@ import (
 // and before a title that breaks the content policy (400), which used to hide it.
 func TestPrivateKeyAnywhereInAPostComesFirst(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		a := ftNewAgent("cook-one")
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		a := newAgent("cook-one")
 		seed := make([]byte, 32)
 		for i := range seed {
 			seed[i] = byte(200 - i)
 		}
-		recipe := ftRecipe()
+		recipe := recipe()
 		recipe["sources"] = []any{map[string]any{"position": 1, "label": "My notes", "url": "https://example.com/notes?private_key=" + hex.EncodeToString(seed)}}
-		ftExpectAt(t, w.post(t, a, forum.ThreadsPath, ftThreadBody(cat, ftWithRecipe(recipe))), http.StatusUnprocessableEntity, "private_key_refused", "/recipe/sources/0/url")
+		expectAt(t, w.post(t, a, forum.ThreadsPath, threadBody(cat, withRecipe(recipe))), http.StatusUnprocessableEntity, "private_key_refused", "/recipe/sources/0/url")
 
 		key := "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ==\n-----END OPENSSH PRIVATE KEY-----"
-		ftExpectAt(t, w.post(t, a, forum.ThreadsPath, ftThreadBody(cat, ftSet("title", "why\tthis"), ftSet("body_markdown", key))),
+		expectAt(t, w.post(t, a, forum.ThreadsPath, threadBody(cat, set("title", "why\tthis"), set("body_markdown", key))),
 			http.StatusUnprocessableEntity, "private_key_refused", "/body_markdown")
 		var threads int64
 		if err := w.db.Table("forum_threads").Count(&threads).Error; err != nil || threads != 0 {
@@ -46,12 +46,12 @@ func TestPrivateKeyAnywhereInAPostComesFirst(t *testing.T) {
 // path's id (404), in the documented order, whether the id is a UUID that names nothing or no UUID.
 func TestManageAttachmentsChecksTheBodyBeforeTheID(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		assets := ftAssets{}
-		w := ftNewWorldWith(t, dialect, assets)
-		alice := ftNewAgent("alice")
+		assets := assets{}
+		w := newWorldWith(t, dialect, assets)
+		alice := newAgent("alice")
 		img := assets.add(alice.ID, "ready")
-		for _, id := range []string{ftID(), "not-a-uuid"} {
-			ftExpect422(t, w.put(t, alice, forum.KindThread, id, ftImage(img), ftImage(img)), "/attachments/1/asset_id", "duplicate")
+		for _, id := range []string{newID(), "not-a-uuid"} {
+			expect422(t, w.put(t, alice, forum.KindThread, id, image(img), image(img)), "/attachments/1/asset_id", "duplicate")
 		}
 	})
 }
@@ -90,28 +90,28 @@ func (c *gateClock) hold() (release, entered chan struct{}) {
 // TestLastActivityNeverGoesBack (PostgreSQL, where replies run side by side): a reply that read the
 // clock first but commits last leaves the thread's last activity at the later reply's time.
 func TestLastActivityNeverGoesBack(t *testing.T) {
-	w := ftNewWorld(t, database.Postgres)
-	cat := w.ftCategory(t, "cooking")
-	a, b := ftNewAgent("cook-one"), ftNewAgent("cook-two")
-	thread := w.ftThread(t, a, cat)
+	w := newWorld(t, database.Postgres)
+	cat := w.category(t, "cooking")
+	a, b := newAgent("cook-one"), newAgent("cook-two")
+	thread := w.thread(t, a, cat)
 
 	clock := &gateClock{now: testkit.T0.Add(time.Minute)}
-	wr := forum.NewWrites(w.db, clock, w.meter, schema.Published(), ftCursors(t, clock), nil)
+	wr := forum.NewWrites(w.db, clock, w.meter, schema.Published(), cursors(t, clock), nil)
 	wr.Notify(w.version)
-	engine := ftMount(t, wr, w.reads)
+	engine := mount(t, wr, w.reads)
 
 	release, entered := clock.hold()
 	done := make(chan testkit.Result)
 	go func() {
-		done <- testkit.Serve(engine, ftRequest(a, forum.RepliesPath, ftMarshal(t, ftReplyBody(thread, ""))))
+		done <- testkit.Serve(engine, request(a, forum.RepliesPath, marshal(t, replyBody(thread, ""))))
 	}()
 	<-entered // the first reply has read T0+1m, and waits
 	clock.set(testkit.T0.Add(2 * time.Minute))
-	testkit.Expect(t, testkit.Serve(engine, ftRequest(b, forum.RepliesPath, ftMarshal(t, ftReplyBody(thread, "")))), http.StatusOK, "")
+	testkit.Expect(t, testkit.Serve(engine, request(b, forum.RepliesPath, marshal(t, replyBody(thread, "")))), http.StatusOK, "")
 	close(release)
 	testkit.Expect(t, <-done, http.StatusOK, "")
 
-	th := w.ftGetThread(t, thread)
+	th := w.getThread(t, thread)
 	if want := testkit.T0.Add(2 * time.Minute); th.ReplyCount != 2 || !th.LastActivity.Equal(want) {
 		t.Fatalf("reply_count %d, last_activity_at %s; want 2 and the later reply's %s", th.ReplyCount, th.LastActivity, want)
 	}
@@ -121,19 +121,19 @@ func TestLastActivityNeverGoesBack(t *testing.T) {
 // alone): a body without it is the empty set, which detaches every image and is charged as such.
 func TestManageAttachmentsWithoutAList(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		assets := ftAssets{}
-		w := ftNewWorldWith(t, dialect, assets)
-		alice := ftNewAgent("alice")
-		thread := w.ftThread(t, alice, w.ftCategory(t, "soups"))
-		testkit.Expect(t, w.put(t, alice, forum.KindThread, thread, ftImage(assets.add(alice.ID, "ready"))), http.StatusOK, "")
-		req := ftRequest(alice, strings.Replace(forum.ThreadAttachmentsPath, ":thread_id", thread, 1), ftMarshal(t, map[string]any{"billing": ftBilling()}))
+		assets := assets{}
+		w := newWorldWith(t, dialect, assets)
+		alice := newAgent("alice")
+		thread := w.thread(t, alice, w.category(t, "soups"))
+		testkit.Expect(t, w.put(t, alice, forum.KindThread, thread, image(assets.add(alice.ID, "ready"))), http.StatusOK, "")
+		req := request(alice, strings.Replace(forum.ThreadAttachmentsPath, ":thread_id", thread, 1), marshal(t, map[string]any{"billing": billing()}))
 		req.Method = http.MethodPut
 		r := w.serve(req)
 		testkit.Expect(t, r, http.StatusOK, "")
 		testkit.Valid(t, "managed-attachments-response", r.Body)
 		var out forum.ManagedAttachmentsResponse
 		r.Decode(t, &out)
-		if len(out.Attachments) != 0 || len(w.ftGetThread(t, thread).Attachments) != 0 {
+		if len(out.Attachments) != 0 || len(w.getThread(t, thread).Attachments) != 0 {
 			t.Fatalf("a PUT without a list left %v", out.Attachments)
 		}
 	})

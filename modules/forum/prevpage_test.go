@@ -18,13 +18,13 @@ import (
 // was opened with a cursor of the JSON plane, several items in.
 func TestPreviousPageIsTheOneBefore(t *testing.T) {
 	t.Parallel()
-	w := ftNewWorld(t, database.SQLite)
+	w := newWorld(t, database.SQLite)
 	testkit.MountPublic(t, w.engine, forum.NewPages(w.reads, site.New(forum.Nav())).Routes())
-	a := ftNewAgent("pager")
-	cat := w.ftCategory(t, "deep")
+	a := newAgent("pager")
+	cat := w.category(t, "deep")
 	var ids []string // oldest first; the pages list the newest first
 	for range 5 {
-		ids = append(ids, w.ftThread(t, a, cat))
+		ids = append(ids, w.thread(t, a, cat))
 	}
 	link := func(page testkit.Result, rel string) string {
 		t.Helper()
@@ -51,7 +51,7 @@ func TestPreviousPageIsTheOneBefore(t *testing.T) {
 
 	// Opened with the JSON plane's cursor after the 3 newest: the previous page is the 3rd newest.
 	var l forum.ThreadList
-	w.ftRead(t, forum.CategoriesPath+"/deep/threads?limit=3", "thread-list", &l)
+	w.read(t, forum.CategoriesPath+"/deep/threads?limit=3", "thread-list", &l)
 	deep := get(forum.CategoryPages + "/deep?limit=1&cursor=" + url.QueryEscape(*l.NextCursor))
 	shows(deep, ids[1])
 	shows(get(link(deep, "prev")), ids[2])
@@ -61,7 +61,7 @@ func TestPreviousPageIsTheOneBefore(t *testing.T) {
 	shows(first, ids[4], ids[3])
 	second := get(link(first, "next"))
 	shows(second, ids[2], ids[1])
-	w.ftThread(t, a, cat)
-	w.ftThread(t, a, cat)
+	w.thread(t, a, cat)
+	w.thread(t, a, cat)
 	shows(get(link(second, "prev")), ids[4], ids[3])
 }

@@ -51,7 +51,7 @@ type rcReplica struct {
 	version *forum.ContentVersion
 }
 
-func rcNewReplica(t *testing.T, w *ftWorld) *rcReplica {
+func rcNewReplica(t *testing.T, w *world) *rcReplica {
 	t.Helper()
 	r := &rcReplica{counter: &rcCounter{Interface: logger.Discard}}
 	db := w.db.Session(&gorm.Session{Logger: r.counter})
@@ -60,7 +60,7 @@ func rcNewReplica(t *testing.T, w *ftWorld) *rcReplica {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.version.Stop(context.Background()) })
-	reads := forum.NewReads(plugin.ReadDB{DB: db}, ftCursors(t, w.clock), nil)
+	reads := forum.NewReads(plugin.ReadDB{DB: db}, cursors(t, w.clock), nil)
 	reads.UseCache(forum.NewReadCache(r.version, db, w.clock))
 	r.engine = testkit.Engine(t)
 	testkit.MountPublic(t, r.engine, reads.Routes())
@@ -99,9 +99,9 @@ func eventually(t *testing.T, what string, read func() testkit.Result, done func
 // every cached answer stale on every replica; pages are cached the same way.
 func TestReadCache(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		a := ftNewAgent("cacher")
-		thread := w.ftThread(t, a, w.ftCategory(t, "cache"))
+		w := newWorld(t, dialect)
+		a := newAgent("cacher")
+		thread := w.thread(t, a, w.category(t, "cache"))
 		r := rcNewReplica(t, w)
 		path := forum.ThreadPath + "/" + thread
 		page := forum.ThreadPages + "/" + thread
@@ -126,7 +126,7 @@ func TestReadCache(t *testing.T) {
 		testkit.Expect(t, html, 200, "")
 
 		// A reply written through the other replica's writes.
-		w.ftReply(t, a, thread, "")
+		w.reply(t, a, thread, "")
 		eventually(t, "the reply counted", func() testkit.Result { return r.get(path) }, func(res testkit.Result) bool {
 			var th forum.Thread
 			return res.Status == 200 && json.Unmarshal(res.Body, &th) == nil && th.ReplyCount == 1
@@ -156,12 +156,12 @@ func TestReadCache(t *testing.T) {
 // that stores it, and the page shows what was stored rather than rendering it again.
 func TestMarkdownRenderedAtWriteTime(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		a := ftNewAgent("renderer")
-		thread := w.ftThread(t, a, w.ftCategory(t, "render"), func(b map[string]any) {
+		w := newWorld(t, dialect)
+		a := newAgent("renderer")
+		thread := w.thread(t, a, w.category(t, "render"), func(b map[string]any) {
 			b["body_markdown"] = "Season **red lentils** <script>alert(1)</script> [well](javascript:alert(1))."
 		})
-		reply := w.ftReply(t, a, thread, "", func(b map[string]any) { b["body_markdown"] = "Use *cumin*." })
+		reply := w.reply(t, a, thread, "", func(b map[string]any) { b["body_markdown"] = "Use *cumin*." })
 		var stored struct{ Thread, Reply string }
 		if err := w.db.Raw(`SELECT t.body_html AS thread, r.body_html AS reply FROM forum_threads t JOIN forum_replies r ON r.thread_id = t.id WHERE t.id = ?`, thread).Scan(&stored).Error; err != nil {
 			t.Fatal(err)
@@ -189,20 +189,20 @@ func TestMarkdownRenderedAtWriteTime(t *testing.T) {
 // list's next cursor still pages on (it was refused as a day old when the answer was kept).
 func TestReadCacheRebuildsOldAnswers(t *testing.T) {
 	t.Parallel()
-	w := ftNewWorld(t, database.SQLite)
-	a := ftNewAgent("quiet")
-	cat := w.ftCategory(t, "quiet")
-	w.ftThread(t, a, cat)
-	w.ftThread(t, a, cat)
+	w := newWorld(t, database.SQLite)
+	a := newAgent("quiet")
+	cat := w.category(t, "quiet")
+	w.thread(t, a, cat)
+	w.thread(t, a, cat)
 	list := forum.CategoriesPath + "/quiet/threads?limit=1"
 	var first forum.ThreadList
-	w.ftRead(t, list, "thread-list", &first)
+	w.read(t, list, "thread-list", &first)
 	if first.NextCursor == nil {
 		t.Fatal("no next cursor")
 	}
 	w.clock.Add(25 * time.Hour) // a quiet day: nothing written
 	var again forum.ThreadList
-	w.ftRead(t, list, "thread-list", &again)
+	w.read(t, list, "thread-list", &again)
 	if again.NextCursor == nil || *again.NextCursor == *first.NextCursor {
 		t.Fatalf("a day later the list hands out the cursor it sealed a day ago")
 	}
@@ -214,20 +214,20 @@ func TestReadCacheRebuildsOldAnswers(t *testing.T) {
 // cursor is the same one (contracts/cursor dates a cursor to its hour), not one sealed a second later.
 func TestPagedListKeepsItsETag(t *testing.T) {
 	t.Parallel()
-	w := ftNewWorld(t, database.SQLite)
+	w := newWorld(t, database.SQLite)
 	w.clock.Set(testkit.T0.Add(5 * time.Minute))
-	a := ftNewAgent("steady")
-	cat := w.ftCategory(t, "steady")
-	w.ftThread(t, a, cat)
-	w.ftThread(t, a, cat)
-	other := w.ftCategory(t, "busy")
+	a := newAgent("steady")
+	cat := w.category(t, "steady")
+	w.thread(t, a, cat)
+	w.thread(t, a, cat)
+	other := w.category(t, "busy")
 	r := rcNewReplica(t, w)
 	for _, target := range []string{forum.CategoriesPath + "/steady/threads?limit=1", forum.CategoryPages + "/steady?limit=1"} {
 		first := r.get(target)
 		testkit.Expect(t, first, 200, "")
 		etag := first.Header.Get("ETag")
 		w.clock.Add(10 * time.Minute)
-		w.ftThread(t, a, other) // a change in another category: the content version moves on
+		w.thread(t, a, other) // a change in another category: the content version moves on
 		again := r.get(target, "If-None-Match", etag)
 		if again.Status != http.StatusNotModified {
 			t.Fatalf("%s after an unrelated change: %d (ETag %q, was %q)", target, again.Status, again.Header.Get("ETag"), etag)

@@ -32,12 +32,13 @@ type Reads struct {
 	assets  port.Assets // nil without the media module: then no attachment is shown
 	cache   *ReadCache  // nil: every read goes to the database
 	md      *markdown   // the plain text of search snippets
+	dialect sqlDialect  // the SQL of the database's dialect
 }
 
 // NewReads returns the read plane on the read pool, sealing its cursors with cursors and addressing
 // attachments through assets (nil when the media module is not enabled).
 func NewReads(db plugin.ReadDB, cursors *cursor.Codec, assets port.Assets) *Reads {
-	return &Reads{db: db.DB, cursors: cursors, assets: assets, md: newMarkdown()}
+	return &Reads{db: db.DB, cursors: cursors, assets: assets, md: newMarkdown(), dialect: dialectOf(db.DB)}
 }
 
 // Routes are the read plane's routes.

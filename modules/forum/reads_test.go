@@ -16,8 +16,8 @@ import (
 	"github.com/svcforum/svc/testkit"
 )
 
-// ftThreadsURL is the thread list of a category with a query.
-func ftThreadsURL(slug string, query ...string) string {
+// threadsURL is the thread list of a category with a query.
+func threadsURL(slug string, query ...string) string {
 	u := forum.CategoriesPath + "/" + slug + "/threads"
 	if len(query) > 0 {
 		u += "?" + strings.Join(query, "&")
@@ -25,8 +25,8 @@ func ftThreadsURL(slug string, query ...string) string {
 	return u
 }
 
-// ftRepliesURL is the reply list of a thread with a query.
-func ftRepliesURL(thread string, query ...string) string {
+// repliesURL is the reply list of a thread with a query.
+func repliesURL(thread string, query ...string) string {
 	u := forum.ThreadPath + "/" + thread + "/replies"
 	if len(query) > 0 {
 		u += "?" + strings.Join(query, "&")
@@ -34,8 +34,8 @@ func ftRepliesURL(thread string, query ...string) string {
 	return u
 }
 
-// ftThreadIDs returns the ids of a list's threads, checking that each is marked untrusted.
-func ftThreadIDs(t testing.TB, l forum.ThreadList) []string {
+// threadIDs returns the ids of a list's threads, checking that each is marked untrusted.
+func threadIDs(t testing.TB, l forum.ThreadList) []string {
 	t.Helper()
 	ids := make([]string, 0, len(l.Threads))
 	for _, th := range l.Threads {
@@ -47,34 +47,34 @@ func ftThreadIDs(t testing.TB, l forum.ThreadList) []string {
 	return ids
 }
 
-// ftEqual fails unless got equals want.
-func ftEqual(t testing.TB, what string, got, want []string) {
+// equal fails unless got equals want.
+func equal(t testing.TB, what string, got, want []string) {
 	t.Helper()
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("%s:\n got %v\nwant %v", what, got, want)
 	}
 }
 
-// ftPage reads one page of a thread list.
-func (w *ftWorld) ftPage(t testing.TB, target string) forum.ThreadList {
+// page reads one page of a thread list.
+func (w *world) page(t testing.TB, target string) forum.ThreadList {
 	t.Helper()
 	var l forum.ThreadList
-	w.ftRead(t, target, "thread-list", &l)
+	w.read(t, target, "thread-list", &l)
 	return l
 }
 
-// ftWalk reads a thread list page by page with limit; between pages it calls between (which may
+// walk reads a thread list page by page with limit; between pages it calls between (which may
 // write). It returns the ids in the order served.
-func (w *ftWorld) ftWalk(t testing.TB, slug, sort string, limit int, between func(page int)) []string {
+func (w *world) walk(t testing.TB, slug, sort string, limit int, between func(page int)) []string {
 	t.Helper()
 	var ids []string
 	q := []string{"sort=" + sort, "limit=" + strconv.Itoa(limit)}
 	for page := 0; ; page++ {
-		l := w.ftPage(t, ftThreadsURL(slug, q...))
+		l := w.page(t, threadsURL(slug, q...))
 		if len(l.Threads) > limit || l.Sort != sort {
 			t.Fatalf("page %d: %d threads, sort %q", page, len(l.Threads), l.Sort)
 		}
-		ids = append(ids, ftThreadIDs(t, l)...)
+		ids = append(ids, threadIDs(t, l)...)
 		if l.NextCursor == nil {
 			return ids
 		}
@@ -92,17 +92,17 @@ func (w *ftWorld) ftWalk(t testing.TB, slug, sort string, limit int, between fun
 }
 
 // The categories, listed by slug and one by one; an unknown slug is 404.
-func TestFtReadCategories(t *testing.T) {
+func TestReadCategories(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
+		w := newWorld(t, dialect)
 		ids := map[string]string{}
 		for _, slug := range []string{"zeta", "alpha", "mid-dle", "alpha-2"} {
-			ids[slug] = w.ftCategory(t, slug)
+			ids[slug] = w.category(t, slug)
 		}
-		w.ftSetState(t, "zeta", forum.CategoryArchived)
-		w.ftThread(t, ftNewAgent("cook-one"), ids["mid-dle"])
+		w.setState(t, "zeta", forum.CategoryArchived)
+		w.thread(t, newAgent("cook-one"), ids["mid-dle"])
 		var list forum.CategoryList
-		w.ftRead(t, forum.CategoriesPath, "category-list", &list)
+		w.read(t, forum.CategoriesPath, "category-list", &list)
 		var slugs []string
 		for _, c := range list.Categories {
 			slugs = append(slugs, c.Slug)
@@ -110,99 +110,99 @@ func TestFtReadCategories(t *testing.T) {
 				t.Fatalf("category %+v", c)
 			}
 		}
-		ftEqual(t, "slugs", slugs, []string{"alpha", "alpha-2", "mid-dle", "zeta"})
+		equal(t, "slugs", slugs, []string{"alpha", "alpha-2", "mid-dle", "zeta"})
 		if list.Categories[2].ThreadCount != 1 || list.Categories[3].State != forum.CategoryArchived || list.Categories[0].State != forum.CategoryOpen {
 			t.Fatalf("categories %+v", list.Categories)
 		}
 		var one forum.Category
-		w.ftRead(t, forum.CategoriesPath+"/mid-dle", "category", &one)
+		w.read(t, forum.CategoriesPath+"/mid-dle", "category", &one)
 		if one.ID != ids["mid-dle"] || one.ThreadCount != 1 || !one.CreatedAt.Equal(testkit.T0) {
 			t.Fatalf("category %+v", one)
 		}
-		for _, target := range []string{forum.CategoriesPath + "/nope", forum.CategoriesPath + "/ALPHA", ftThreadsURL("nope")} {
+		for _, target := range []string{forum.CategoriesPath + "/nope", forum.CategoriesPath + "/ALPHA", threadsURL("nope")} {
 			testkit.Expect(t, w.get(target), http.StatusNotFound, "not_found")
 		}
 	})
 }
 
 // A category's threads, newest first and by score; other categories' threads stay out.
-func TestFtReadThreadOrders(t *testing.T) {
+func TestReadThreadOrders(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		other := w.ftCategory(t, "other")
-		a, b, c := ftNewAgent("cook-one"), ftNewAgent("cook-two"), ftNewAgent("cook-three")
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		other := w.category(t, "other")
+		a, b, c := newAgent("cook-one"), newAgent("cook-two"), newAgent("cook-three")
 		var th []string
 		for range 5 {
-			th = append(th, w.ftThread(t, a, cat))
-			w.ftThread(t, a, other)
+			th = append(th, w.thread(t, a, cat))
+			w.thread(t, a, other)
 		}
 		// Scores: th[0] 0, th[1] 2, th[2] 1, th[3] -1, th[4] 0.
-		w.ftVote(t, b, forum.KindThread, th[1], "up")
-		w.ftVote(t, c, forum.KindThread, th[1], "up")
-		w.ftVote(t, b, forum.KindThread, th[2], "up")
-		w.ftVote(t, b, forum.KindThread, th[3], "down")
+		w.vote(t, b, forum.KindThread, th[1], "up")
+		w.vote(t, c, forum.KindThread, th[1], "up")
+		w.vote(t, b, forum.KindThread, th[2], "up")
+		w.vote(t, b, forum.KindThread, th[3], "down")
 
-		l := w.ftPage(t, ftThreadsURL("cooking"))
+		l := w.page(t, threadsURL("cooking"))
 		if l.Sort != "newest" || l.NextCursor != nil || l.Category.Slug != "cooking" || l.Category.ThreadCount != 5 {
 			t.Fatalf("list %+v", l)
 		}
-		ftEqual(t, "newest", ftThreadIDs(t, l), []string{th[4], th[3], th[2], th[1], th[0]})
-		ftEqual(t, "newest (explicit)", ftThreadIDs(t, w.ftPage(t, ftThreadsURL("cooking", "sort=newest"))), []string{th[4], th[3], th[2], th[1], th[0]})
-		top := w.ftPage(t, ftThreadsURL("cooking", "sort=top"))
+		equal(t, "newest", threadIDs(t, l), []string{th[4], th[3], th[2], th[1], th[0]})
+		equal(t, "newest (explicit)", threadIDs(t, w.page(t, threadsURL("cooking", "sort=newest"))), []string{th[4], th[3], th[2], th[1], th[0]})
+		top := w.page(t, threadsURL("cooking", "sort=top"))
 		// Equal scores: the newer first.
-		ftEqual(t, "top", ftThreadIDs(t, top), []string{th[1], th[2], th[4], th[0], th[3]})
+		equal(t, "top", threadIDs(t, top), []string{th[1], th[2], th[4], th[0], th[3]})
 		if top.Sort != "top" || top.Threads[0].Votes != (forum.Votes{Score: 2, Up: 2}) || top.Threads[4].Votes != (forum.Votes{Score: -1, Down: 1}) {
 			t.Fatalf("top %+v", top)
 		}
 		for _, q := range []string{"sort=bogus", "sort=Top", "sort="} {
-			testkit.Expect(t, w.get(ftThreadsURL("cooking", q)), http.StatusBadRequest, "bad_request")
+			testkit.Expect(t, w.get(threadsURL("cooking", q)), http.StatusBadRequest, "bad_request")
 		}
 	})
 }
 
 // Paging with limit walks every thread exactly once, also while new threads arrive between pages:
 // for newest they are newer than the cursor and never show up in later pages.
-func TestFtReadPagingWithInserts(t *testing.T) {
+func TestReadPagingWithInserts(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		w.ftCategory(t, "other")
-		a, b := ftNewAgent("cook-one"), ftNewAgent("cook-two")
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		w.category(t, "other")
+		a, b := newAgent("cook-one"), newAgent("cook-two")
 		var originals []string
 		for i := range 7 {
-			id := w.ftThread(t, a, cat)
+			id := w.thread(t, a, cat)
 			originals = append([]string{id}, originals...) // newest first
 			switch i % 3 {
 			case 0:
-				w.ftVote(t, b, forum.KindThread, id, "up")
+				w.vote(t, b, forum.KindThread, id, "up")
 			case 1:
-				w.ftVote(t, b, forum.KindThread, id, "down")
+				w.vote(t, b, forum.KindThread, id, "down")
 			}
 		}
 
 		// An exact multiple of the limit ends without an empty page.
-		ftEqual(t, "limit 7", w.ftWalk(t, "cooking", "newest", 7, nil), originals)
-		ftEqual(t, "limit 1", w.ftWalk(t, "cooking", "newest", 1, nil), originals)
+		equal(t, "limit 7", w.walk(t, "cooking", "newest", 7, nil), originals)
+		equal(t, "limit 1", w.walk(t, "cooking", "newest", 1, nil), originals)
 
 		var added []string
-		got := w.ftWalk(t, "cooking", "newest", 2, func(int) {
-			added = append(added, w.ftThread(t, a, cat), w.ftThread(t, b, cat))
+		got := w.walk(t, "cooking", "newest", 2, func(int) {
+			added = append(added, w.thread(t, a, cat), w.thread(t, b, cat))
 		})
-		ftEqual(t, "newest with inserts", got, originals)
+		equal(t, "newest with inserts", got, originals)
 		if len(added) != 6 {
 			t.Fatalf("%d threads added between pages", len(added))
 		}
 
 		// top: every thread there was when the walk started is served exactly once.
 		all := append(append([]string{}, originals...), added...)
-		ranked := w.ftWalk(t, "cooking", "top", 100, nil)
+		ranked := w.walk(t, "cooking", "top", 100, nil)
 		if len(ranked) != len(all) {
 			t.Fatalf("top lists %d threads, want %d", len(ranked), len(all))
 		}
-		ftEqual(t, "top by 3", w.ftWalk(t, "cooking", "top", 3, nil), ranked)
+		equal(t, "top by 3", w.walk(t, "cooking", "top", 3, nil), ranked)
 		seen := map[string]int{}
-		for _, id := range w.ftWalk(t, "cooking", "top", 2, func(int) { w.ftThread(t, a, cat) }) {
+		for _, id := range w.walk(t, "cooking", "top", 2, func(int) { w.thread(t, a, cat) }) {
 			seen[id]++
 		}
 		for _, id := range all {
@@ -216,7 +216,7 @@ func TestFtReadPagingWithInserts(t *testing.T) {
 			}
 		}
 		// Another category's list is empty.
-		if ids := w.ftWalk(t, "other", "newest", 2, nil); len(ids) != 0 {
+		if ids := w.walk(t, "other", "newest", 2, nil); len(ids) != 0 {
 			t.Fatalf("other category lists %v", ids)
 		}
 	})
@@ -224,17 +224,17 @@ func TestFtReadPagingWithInserts(t *testing.T) {
 
 // A thread's replies in creation order, threaded by parent_reply_id; paging walks them once, and
 // replies added while paging come after.
-func TestFtReadReplies(t *testing.T) {
+func TestReadReplies(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		a, b := ftNewAgent("cook-one"), ftNewAgent("cook-two")
-		thread := w.ftThread(t, a, cat)
-		otherThread := w.ftThread(t, a, cat)
-		w.ftReply(t, b, otherThread, "")
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		a, b := newAgent("cook-one"), newAgent("cook-two")
+		thread := w.thread(t, a, cat)
+		otherThread := w.thread(t, a, cat)
+		w.reply(t, b, otherThread, "")
 		type node struct{ id, parent string }
 		var want []node
-		first := w.ftReply(t, b, thread, "")
+		first := w.reply(t, b, thread, "")
 		want = append(want, node{first, ""})
 		for i := range 4 {
 			w.clock.Add(time.Second)
@@ -242,10 +242,10 @@ func TestFtReadReplies(t *testing.T) {
 			if i == 2 {
 				parent = ""
 			}
-			want = append(want, node{w.ftReply(t, []ftAgent{a, b}[i%2], thread, parent), parent})
+			want = append(want, node{w.reply(t, []agent{a, b}[i%2], thread, parent), parent})
 		}
 		var l forum.ReplyList
-		w.ftRead(t, ftRepliesURL(thread), "reply-list", &l)
+		w.read(t, repliesURL(thread), "reply-list", &l)
 		if l.ThreadID != thread || l.NextCursor != nil || len(l.Replies) != len(want) {
 			t.Fatalf("replies %+v", l)
 		}
@@ -265,7 +265,7 @@ func TestFtReadReplies(t *testing.T) {
 		q := []string{"limit=2"}
 		for page := 0; ; page++ {
 			var p forum.ReplyList
-			w.ftRead(t, ftRepliesURL(thread, q...), "reply-list", &p)
+			w.read(t, repliesURL(thread, q...), "reply-list", &p)
 			for _, r := range p.Replies {
 				ids = append(ids, r.ID)
 			}
@@ -273,7 +273,7 @@ func TestFtReadReplies(t *testing.T) {
 				break
 			}
 			if page < 2 {
-				added = append(added, w.ftReply(t, a, thread, ""))
+				added = append(added, w.reply(t, a, thread, ""))
 			}
 			q = []string{"limit=2", "cursor=" + url.QueryEscape(*p.NextCursor)}
 		}
@@ -281,11 +281,11 @@ func TestFtReadReplies(t *testing.T) {
 		for _, n := range want {
 			all = append(all, n.id)
 		}
-		ftEqual(t, "replies paged with inserts", ids, append(all, added...))
+		equal(t, "replies paged with inserts", ids, append(all, added...))
 
 		// An empty thread has an empty list.
 		var empty forum.ReplyList
-		w.ftRead(t, ftRepliesURL(w.ftThread(t, a, cat)), "reply-list", &empty)
+		w.read(t, repliesURL(w.thread(t, a, cat)), "reply-list", &empty)
 		if len(empty.Replies) != 0 || empty.NextCursor != nil {
 			t.Fatalf("empty thread: %+v", empty)
 		}
@@ -294,34 +294,34 @@ func TestFtReadReplies(t *testing.T) {
 
 // A tombstoned thread or reply keeps its place, author, votes and replies, but shows no title, body,
 // recipe or references, on every view.
-func TestFtReadTombstones(t *testing.T) {
+func TestReadTombstones(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		a, b := ftNewAgent("cook-one"), ftNewAgent("cook-two")
-		target := w.ftThread(t, a, cat)
-		thread := w.ftThread(t, a, cat, func(m map[string]any) {
-			m["recipe"] = ftRecipe()
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		a, b := newAgent("cook-one"), newAgent("cook-two")
+		target := w.thread(t, a, cat)
+		thread := w.thread(t, a, cat, func(m map[string]any) {
+			m["recipe"] = recipe()
 			m["declared_model"] = "model-x"
 			m["references"] = []any{map[string]any{"reference_type": "cites", "target_thread_id": target}}
 		})
-		reply := w.ftReply(t, b, thread, "", func(m map[string]any) {
+		reply := w.reply(t, b, thread, "", func(m map[string]any) {
 			m["references"] = []any{map[string]any{"reference_type": "supports", "target_thread_id": target}}
 		})
-		child := w.ftReply(t, a, thread, reply)
-		w.ftVote(t, b, forum.KindThread, thread, "up")
-		w.ftVote(t, a, forum.KindReply, reply, "down")
-		before := w.ftGetThread(t, thread)
+		child := w.reply(t, a, thread, reply)
+		w.vote(t, b, forum.KindThread, thread, "up")
+		w.vote(t, a, forum.KindReply, reply, "down")
+		before := w.getThread(t, thread)
 		if before.Recipe == nil || len(before.References) != 1 || before.Title == nil {
 			t.Fatalf("thread before %+v", before)
 		}
 
 		w.clock.Add(time.Hour)
 		at := w.clock.Now()
-		if ts := w.ftTombstone(t, b, forum.KindReply, reply); !ts.TombstonedAt.Equal(at) || ts.TargetID != reply || ts.TargetKind != forum.KindReply {
+		if ts := w.tombstone(t, b, forum.KindReply, reply); !ts.TombstonedAt.Equal(at) || ts.TargetID != reply || ts.TargetKind != forum.KindReply {
 			t.Fatalf("tombstone %+v", ts)
 		}
-		w.ftTombstone(t, a, forum.KindThread, thread)
+		w.tombstone(t, a, forum.KindThread, thread)
 
 		checkThread := func(th forum.Thread) {
 			t.Helper()
@@ -331,8 +331,8 @@ func TestFtReadTombstones(t *testing.T) {
 				t.Fatalf("tombstoned thread %+v", th)
 			}
 		}
-		checkThread(w.ftGetThread(t, thread))
-		raw := w.ftRead(t, forum.ThreadPath+"/"+thread, "thread", nil)
+		checkThread(w.getThread(t, thread))
+		raw := w.read(t, forum.ThreadPath+"/"+thread, "thread", nil)
 		m := raw.JSON(t)
 		for _, k := range []string{"title", "body_markdown", "recipe"} {
 			if v, ok := m[k]; !ok || v != nil {
@@ -343,7 +343,7 @@ func TestFtReadTombstones(t *testing.T) {
 			t.Fatalf("tombstoned thread still shows its text: %s", raw.Body)
 		}
 		found := false
-		for _, th := range w.ftPage(t, ftThreadsURL("cooking")).Threads {
+		for _, th := range w.page(t, threadsURL("cooking")).Threads {
 			if th.ID == thread {
 				checkThread(th)
 				found = true
@@ -360,9 +360,9 @@ func TestFtReadTombstones(t *testing.T) {
 				t.Fatalf("tombstoned reply %+v", r)
 			}
 		}
-		checkReply(w.ftGetReply(t, reply))
+		checkReply(w.getReply(t, reply))
 		var l forum.ReplyList
-		w.ftRead(t, ftRepliesURL(thread), "reply-list", &l)
+		w.read(t, repliesURL(thread), "reply-list", &l)
 		if len(l.Replies) != 2 || l.Replies[0].ID != reply || l.Replies[1].ID != child {
 			t.Fatalf("replies %+v", l.Replies)
 		}
@@ -375,15 +375,15 @@ func TestFtReadTombstones(t *testing.T) {
 
 // Every read answers with an ETag and Cache-Control, and 304 without a body to a matching
 // If-None-Match; the ETag changes when the content does.
-func TestFtReadCaching(t *testing.T) {
+func TestReadCaching(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		a := ftNewAgent("cook-one")
-		thread := w.ftThread(t, a, cat)
-		reply := w.ftReply(t, a, thread, "")
-		targets := []string{forum.CategoriesPath, forum.CategoriesPath + "/cooking", ftThreadsURL("cooking"),
-			forum.ThreadPath + "/" + thread, ftRepliesURL(thread), forum.ReplyPath + "/" + reply}
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		a := newAgent("cook-one")
+		thread := w.thread(t, a, cat)
+		reply := w.reply(t, a, thread, "")
+		targets := []string{forum.CategoriesPath, forum.CategoriesPath + "/cooking", threadsURL("cooking"),
+			forum.ThreadPath + "/" + thread, repliesURL(thread), forum.ReplyPath + "/" + reply}
 		etags := map[string]string{}
 		for _, target := range targets {
 			r := w.get(target)
@@ -408,8 +408,8 @@ func TestFtReadCaching(t *testing.T) {
 		}
 
 		w.clock.Add(time.Minute)
-		w.ftReply(t, a, thread, reply)
-		for _, target := range []string{forum.CategoriesPath + "/cooking/threads", forum.ThreadPath + "/" + thread, ftRepliesURL(thread)} {
+		w.reply(t, a, thread, reply)
+		for _, target := range []string{forum.CategoriesPath + "/cooking/threads", forum.ThreadPath + "/" + thread, repliesURL(thread)} {
 			r := w.get(target, "If-None-Match", etags[target])
 			testkit.Expect(t, r, http.StatusOK, "")
 			if r.Header.Get("ETag") == etags[target] || len(r.Body) == 0 {
@@ -421,7 +421,7 @@ func TestFtReadCaching(t *testing.T) {
 			t.Fatalf("unchanged reply: %d", r.Status)
 		}
 		// A vote changes the thread's ETag too.
-		w.ftVote(t, ftNewAgent("cook-two"), forum.KindReply, reply, "up")
+		w.vote(t, newAgent("cook-two"), forum.KindReply, reply, "up")
 		if r := w.get(forum.ReplyPath+"/"+reply, "If-None-Match", etags[forum.ReplyPath+"/"+reply]); r.Status != http.StatusOK {
 			t.Fatalf("voted reply: %d", r.Status)
 		}
@@ -429,18 +429,18 @@ func TestFtReadCaching(t *testing.T) {
 }
 
 // A bad limit is 400 bad_request; a cursor the list did not issue is 400 invalid_cursor.
-func TestFtReadBadPaging(t *testing.T) {
+func TestReadBadPaging(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		a := ftNewAgent("cook-one")
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		a := newAgent("cook-one")
 		var thread string
 		for range 3 {
-			thread = w.ftThread(t, a, cat)
-			w.ftReply(t, a, thread, "")
-			w.ftReply(t, a, thread, "")
+			thread = w.thread(t, a, cat)
+			w.reply(t, a, thread, "")
+			w.reply(t, a, thread, "")
 		}
-		lists := []string{ftThreadsURL("cooking"), ftThreadsURL("cooking", "sort=top"), ftRepliesURL(thread)}
+		lists := []string{threadsURL("cooking"), threadsURL("cooking", "sort=top"), repliesURL(thread)}
 		join := func(list, q string) string {
 			if strings.Contains(list, "?") {
 				return list + "&" + q
@@ -462,17 +462,17 @@ func TestFtReadBadPaging(t *testing.T) {
 			var page struct {
 				NextCursor *string `json:"next_cursor"`
 			}
-			w.ftRead(t, target, "", nil).Decode(t, &page)
+			w.read(t, target, "", nil).Decode(t, &page)
 			if page.NextCursor == nil {
 				t.Fatalf("%s: no next cursor", target)
 			}
 			return *page.NextCursor
 		}
-		newest := cursorOf(ftThreadsURL("cooking", "limit=1"))
-		top := cursorOf(ftThreadsURL("cooking", "sort=top", "limit=1"))
-		replies := cursorOf(ftRepliesURL(thread, "limit=1"))
+		newest := cursorOf(threadsURL("cooking", "limit=1"))
+		top := cursorOf(threadsURL("cooking", "sort=top", "limit=1"))
+		replies := cursorOf(repliesURL(thread, "limit=1"))
 		forged := []string{
-			"random-" + ftID(),
+			"random-" + newID(),
 			"!!!",
 			base64.RawURLEncoding.EncodeToString([]byte("\x00\xffgarbage\x7f")),
 			base64.RawURLEncoding.EncodeToString([]byte(`{"s":"newest","i":"not-a-uuid"}`)),
@@ -492,28 +492,28 @@ func TestFtReadBadPaging(t *testing.T) {
 			testkit.Expect(t, w.get(join(list, "cursor="+url.QueryEscape(replies)+"&cursor="+url.QueryEscape(replies))), http.StatusBadRequest, "invalid_cursor")
 		}
 		// A cursor of one list is refused by the others.
-		testkit.Expect(t, w.get(ftThreadsURL("cooking", "sort=top", "cursor="+url.QueryEscape(newest))), http.StatusBadRequest, "invalid_cursor")
-		testkit.Expect(t, w.get(ftThreadsURL("cooking", "sort=newest", "cursor="+url.QueryEscape(top))), http.StatusBadRequest, "invalid_cursor")
-		testkit.Expect(t, w.get(ftThreadsURL("cooking", "cursor="+url.QueryEscape(replies))), http.StatusBadRequest, "invalid_cursor")
-		testkit.Expect(t, w.get(ftRepliesURL(thread, "cursor="+url.QueryEscape(newest))), http.StatusBadRequest, "invalid_cursor")
+		testkit.Expect(t, w.get(threadsURL("cooking", "sort=top", "cursor="+url.QueryEscape(newest))), http.StatusBadRequest, "invalid_cursor")
+		testkit.Expect(t, w.get(threadsURL("cooking", "sort=newest", "cursor="+url.QueryEscape(top))), http.StatusBadRequest, "invalid_cursor")
+		testkit.Expect(t, w.get(threadsURL("cooking", "cursor="+url.QueryEscape(replies))), http.StatusBadRequest, "invalid_cursor")
+		testkit.Expect(t, w.get(repliesURL(thread, "cursor="+url.QueryEscape(newest))), http.StatusBadRequest, "invalid_cursor")
 		// Each works on its own list.
-		testkit.Expect(t, w.get(ftThreadsURL("cooking", "cursor="+url.QueryEscape(newest))), http.StatusOK, "")
-		testkit.Expect(t, w.get(ftThreadsURL("cooking", "sort=top", "cursor="+url.QueryEscape(top))), http.StatusOK, "")
-		testkit.Expect(t, w.get(ftRepliesURL(thread, "cursor="+url.QueryEscape(replies))), http.StatusOK, "")
+		testkit.Expect(t, w.get(threadsURL("cooking", "cursor="+url.QueryEscape(newest))), http.StatusOK, "")
+		testkit.Expect(t, w.get(threadsURL("cooking", "sort=top", "cursor="+url.QueryEscape(top))), http.StatusOK, "")
+		testkit.Expect(t, w.get(repliesURL(thread, "cursor="+url.QueryEscape(replies))), http.StatusOK, "")
 	})
 }
 
 // The read plane's ids are lowercase UUIDs: any other spelling, or an id of the other kind, is 404.
-func TestFtReadIDs(t *testing.T) {
+func TestReadIDs(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		a := ftNewAgent("cook-one")
-		thread := w.ftThread(t, a, cat)
-		reply := w.ftReply(t, a, thread, "")
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		a := newAgent("cook-one")
+		thread := w.thread(t, a, cat)
+		reply := w.reply(t, a, thread, "")
 		spellings := func(id string) []string {
 			return []string{strings.ToUpper(id), "{" + id + "}", "urn:uuid:" + id, strings.ReplaceAll(id, "-", ""),
-				id + " ", "not-a-uuid", ftID()}
+				id + " ", "not-a-uuid", newID()}
 		}
 		for _, id := range spellings(thread) {
 			testkit.Expect(t, w.get(forum.ThreadPath+"/"+url.PathEscape(id)), http.StatusNotFound, "not_found")
@@ -524,36 +524,36 @@ func TestFtReadIDs(t *testing.T) {
 		}
 		testkit.Expect(t, w.get(forum.ThreadPath+"/"+reply), http.StatusNotFound, "not_found")
 		testkit.Expect(t, w.get(forum.ReplyPath+"/"+thread), http.StatusNotFound, "not_found")
-		testkit.Expect(t, w.get(ftRepliesURL(reply)), http.StatusNotFound, "not_found")
+		testkit.Expect(t, w.get(repliesURL(reply)), http.StatusNotFound, "not_found")
 	})
 }
 
 // The created_at a write answers is the one the read plane serves, to the digit, whatever the
 // precision of the clock.
-func TestFtCreatedAtMatchesReadPlane(t *testing.T) {
+func TestCreatedAtMatchesReadPlane(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		a := ftNewAgent("cook-one")
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		a := newAgent("cook-one")
 		w.clock.Set(testkit.T0.Add(123456789 * time.Nanosecond))
-		r := w.post(t, a, forum.ThreadsPath, ftThreadBody(cat))
+		r := w.post(t, a, forum.ThreadsPath, threadBody(cat))
 		testkit.Expect(t, r, http.StatusOK, "")
 		created := r.JSON(t)["created_at"]
-		read := w.ftRead(t, forum.ThreadPath+"/"+r.JSON(t)["thread_id"].(string), "thread", nil).JSON(t)
+		read := w.read(t, forum.ThreadPath+"/"+r.JSON(t)["thread_id"].(string), "thread", nil).JSON(t)
 		if read["created_at"] != created || read["last_activity_at"] != created {
 			t.Errorf("thread: the write answered created_at %v, the read plane serves %v (last activity %v)", created, read["created_at"], read["last_activity_at"])
 		}
 		w.clock.Set(testkit.T0.Add(time.Minute + 987654321*time.Nanosecond))
-		rr := w.post(t, a, forum.RepliesPath, ftReplyBody(read["id"].(string), ""))
+		rr := w.post(t, a, forum.RepliesPath, replyBody(read["id"].(string), ""))
 		testkit.Expect(t, rr, http.StatusOK, "")
-		readReply := w.ftRead(t, forum.ReplyPath+"/"+rr.JSON(t)["reply_id"].(string), "reply", nil).JSON(t)
+		readReply := w.read(t, forum.ReplyPath+"/"+rr.JSON(t)["reply_id"].(string), "reply", nil).JSON(t)
 		if readReply["created_at"] != rr.JSON(t)["created_at"] {
 			t.Errorf("reply: the write answered created_at %v, the read plane serves %v", rr.JSON(t)["created_at"], readReply["created_at"])
 		}
 		w.clock.Add(time.Second)
-		ts := w.post(t, a, forum.TombstonePath, ftTargetBody(forum.KindReply, readReply["id"].(string), ""))
+		ts := w.post(t, a, forum.TombstonePath, targetBody(forum.KindReply, readReply["id"].(string), ""))
 		testkit.Expect(t, ts, http.StatusOK, "")
-		readReply = w.ftRead(t, forum.ReplyPath+"/"+readReply["id"].(string), "reply", nil).JSON(t)
+		readReply = w.read(t, forum.ReplyPath+"/"+readReply["id"].(string), "reply", nil).JSON(t)
 		if readReply["tombstoned_at"] != ts.JSON(t)["tombstoned_at"] {
 			t.Errorf("tombstone: the write answered tombstoned_at %v, the read plane serves %v", ts.JSON(t)["tombstoned_at"], readReply["tombstoned_at"])
 		}
@@ -563,17 +563,17 @@ func TestFtCreatedAtMatchesReadPlane(t *testing.T) {
 // A cursor is sealed: the server accepts only what it issued for the same list, unchanged (WIRE.md
 // section 5: a cursor not issued by the server is 400 invalid_cursor). An edited position, a cursor
 // of another list, a re-encoding, or one sealed under another key is refused.
-func TestFtReadCursorNotIssued(t *testing.T) {
+func TestReadCursorNotIssued(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		w.ftCategory(t, "baking")
-		a := ftNewAgent("cook-one")
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		w.category(t, "baking")
+		a := newAgent("cook-one")
 		for range 3 {
-			w.ftThread(t, a, cat)
+			w.thread(t, a, cat)
 		}
 		var page forum.ThreadList
-		w.ftRead(t, ftThreadsURL("cooking", "limit=1"), "thread-list", &page)
+		w.read(t, threadsURL("cooking", "limit=1"), "thread-list", &page)
 		issued := *page.NextCursor
 		payload, mac, ok := strings.Cut(issued, ".")
 		if !ok {
@@ -605,20 +605,20 @@ func TestFtReadCursorNotIssued(t *testing.T) {
 			"padding":               payload + "==." + mac,
 			"the old unsealed form": payload,
 		} {
-			if r := w.get(ftThreadsURL("cooking", "limit=1", "cursor="+url.QueryEscape(c))); r.Status != http.StatusBadRequest || r.Code != "invalid_cursor" {
+			if r := w.get(threadsURL("cooking", "limit=1", "cursor="+url.QueryEscape(c))); r.Status != http.StatusBadRequest || r.Code != "invalid_cursor" {
 				t.Errorf("%s: %d %q, want 400 invalid_cursor", name, r.Status, r.Code)
 			}
 		}
 		// A cursor of one list opens no other: another category, another sort.
-		if r := w.get(ftThreadsURL("baking", "limit=1", "cursor="+url.QueryEscape(issued))); r.Status != http.StatusBadRequest || r.Code != "invalid_cursor" {
+		if r := w.get(threadsURL("baking", "limit=1", "cursor="+url.QueryEscape(issued))); r.Status != http.StatusBadRequest || r.Code != "invalid_cursor" {
 			t.Errorf("another category's cursor: %d %q", r.Status, r.Code)
 		}
-		if r := w.get(ftThreadsURL("cooking", "limit=1", "sort=top", "cursor="+url.QueryEscape(issued))); r.Status != http.StatusBadRequest || r.Code != "invalid_cursor" {
+		if r := w.get(threadsURL("cooking", "limit=1", "sort=top", "cursor="+url.QueryEscape(issued))); r.Status != http.StatusBadRequest || r.Code != "invalid_cursor" {
 			t.Errorf("another sort's cursor: %d %q", r.Status, r.Code)
 		}
 		// A day after the end of the hour it was sealed in, it has expired.
 		w.clock.Add(25*time.Hour + time.Second)
-		if r := w.get(ftThreadsURL("cooking", "limit=1", "cursor="+url.QueryEscape(issued))); r.Status != http.StatusBadRequest || r.Code != "invalid_cursor" {
+		if r := w.get(threadsURL("cooking", "limit=1", "cursor="+url.QueryEscape(issued))); r.Status != http.StatusBadRequest || r.Code != "invalid_cursor" {
 			t.Errorf("an expired cursor: %d %q", r.Status, r.Code)
 		}
 	})

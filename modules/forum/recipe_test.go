@@ -12,8 +12,8 @@ import (
 	"github.com/svcforum/svc/testkit"
 )
 
-// ftQuantities are an ingredient's four quantities, one per serving count.
-func ftQuantities() []any {
+// quantities are an ingredient's four quantities, one per serving count.
+func quantities() []any {
 	q := make([]any, 0, 4)
 	for s := 1; s <= 4; s++ {
 		q = append(q, map[string]any{"servings": s, "display_text": fmt.Sprintf("%d00 g", s)})
@@ -21,17 +21,17 @@ func ftQuantities() []any {
 	return q
 }
 
-// ftIngredients are n ingredients at positions 1..n.
-func ftIngredients(n int) []any {
+// ingredients are n ingredients at positions 1..n.
+func ingredients(n int) []any {
 	out := make([]any, 0, n)
 	for i := 1; i <= n; i++ {
-		out = append(out, map[string]any{"position": i, "name": fmt.Sprintf("ingredient %d", i), "quantities": ftQuantities()})
+		out = append(out, map[string]any{"position": i, "name": fmt.Sprintf("ingredient %d", i), "quantities": quantities()})
 	}
 	return out
 }
 
-// ftSteps are n steps at positions 1..n.
-func ftSteps(n int) []any {
+// steps are n steps at positions 1..n.
+func steps(n int) []any {
 	out := make([]any, 0, n)
 	for i := 1; i <= n; i++ {
 		out = append(out, map[string]any{"position": i, "instruction": fmt.Sprintf("Do step %d.", i)})
@@ -39,8 +39,8 @@ func ftSteps(n int) []any {
 	return out
 }
 
-// ftTips are n tips at positions 1..n.
-func ftTips(n int) []any {
+// tips are n tips at positions 1..n.
+func tips(n int) []any {
 	out := make([]any, 0, n)
 	for i := 1; i <= n; i++ {
 		out = append(out, map[string]any{"position": i, "text": fmt.Sprintf("Tip %d.", i)})
@@ -48,8 +48,8 @@ func ftTips(n int) []any {
 	return out
 }
 
-// ftSources are n sources at positions 1..n.
-func ftSources(n int) []any {
+// sources are n sources at positions 1..n.
+func sources(n int) []any {
 	out := make([]any, 0, n)
 	for i := 1; i <= n; i++ {
 		out = append(out, map[string]any{"position": i, "label": fmt.Sprintf("Source %d", i), "url": fmt.Sprintf("https://example.com/source/%d", i)})
@@ -57,30 +57,30 @@ func ftSources(n int) []any {
 	return out
 }
 
-// ftRecipe is a valid minimal recipe.
-func ftRecipe() map[string]any {
+// recipe is a valid minimal recipe.
+func recipe() map[string]any {
 	return map[string]any{"description": "Red lentils simmered with cumin.", "prep_time_minutes": 10, "cook_time_minutes": 25,
-		"total_time_minutes": 35, "difficulty": "easy", "default_servings": 2, "ingredients": ftIngredients(1), "steps": ftSteps(1)}
+		"total_time_minutes": 35, "difficulty": "easy", "default_servings": 2, "ingredients": ingredients(1), "steps": steps(1)}
 }
 
-// ftWithRecipe sets a thread's recipe to r, changed by mods.
-func ftWithRecipe(r map[string]any, mods ...func(map[string]any)) func(map[string]any) {
+// withRecipe sets a thread's recipe to r, changed by mods.
+func withRecipe(r map[string]any, mods ...func(map[string]any)) func(map[string]any) {
 	for _, m := range mods {
 		m(r)
 	}
 	return func(b map[string]any) { b["recipe"] = r }
 }
 
-// ftItem returns item i of the recipe's list as a map.
-func ftItem(r map[string]any, list string, i int) map[string]any {
+// item returns item i of the recipe's list as a map.
+func item(r map[string]any, list string, i int) map[string]any {
 	return r[list].([]any)[i].(map[string]any)
 }
 
-// ftJSONValue is v as encoding/json decodes it into an any.
-func ftJSONValue(t testing.TB, v any) any {
+// jsonValue is v as encoding/json decodes it into an any.
+func jsonValue(t testing.TB, v any) any {
 	t.Helper()
 	var out any
-	if err := json.Unmarshal(ftMarshal(t, v), &out); err != nil {
+	if err := json.Unmarshal(marshal(t, v), &out); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -88,11 +88,11 @@ func ftJSONValue(t testing.TB, v any) any {
 
 // A recipe is stored and served as sent, every optional member included, with its source URLs in
 // their normalised form: host lower-cased, an IDN host in punycode, :443 dropped.
-func TestFtRecipeStoredAndServed(t *testing.T) {
+func TestRecipeStoredAndServed(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		a := ftNewAgent("cook-one")
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		a := newAgent("cook-one")
 		recipe := map[string]any{
 			"description":        "Red lentils simmered with cumin.\nServe with rice. \u9eb5 \U0001F35B",
 			"country_or_region":  "India",
@@ -108,7 +108,7 @@ func TestFtRecipeStoredAndServed(t *testing.T) {
 				map[string]any{"position": 3, "name": "red lentils", "note": "rinsed\ntwice", "quantities": []any{
 					map[string]any{"servings": 4, "display_text": "400 g"}, map[string]any{"servings": 2, "display_text": "200 g"},
 					map[string]any{"servings": 1, "display_text": "100 g"}, map[string]any{"servings": 3, "display_text": "300 g"}}},
-				map[string]any{"position": 1, "name": "cumin \U0001F33F", "quantities": ftQuantities()},
+				map[string]any{"position": 1, "name": "cumin \U0001F33F", "quantities": quantities()},
 			},
 			"steps": []any{
 				map[string]any{"position": 2, "name": "Simmer", "instruction": "Simmer 25 minutes.\n\tStir now and then."},
@@ -122,26 +122,26 @@ func TestFtRecipeStoredAndServed(t *testing.T) {
 				map[string]any{"position": 4, "label": "IDN", "url": "https://\u043f\u0440\u0438\u043c\u0435\u0440.\u0440\u0444/"},
 			},
 		}
-		id := w.ftThread(t, a, cat, ftWithRecipe(recipe))
+		id := w.thread(t, a, cat, withRecipe(recipe))
 
-		want := ftJSONValue(t, recipe).(map[string]any)
+		want := jsonValue(t, recipe).(map[string]any)
 		sources := want["sources"].([]any)
 		for i, u := range []string{"https://www.example.com/Dal?Q=1#Top", "https://xn--exmple-4nf.com/dal", "https://example.org/dal", "https://xn--e1afmkfd.xn--p1ai/"} {
 			sources[i].(map[string]any)["url"] = u
 		}
-		read := w.ftRead(t, forum.ThreadPath+"/"+id, "thread", nil).JSON(t)
+		read := w.read(t, forum.ThreadPath+"/"+id, "thread", nil).JSON(t)
 		if !reflect.DeepEqual(read["recipe"], any(want)) {
-			t.Fatalf("served recipe\n %s\nwant\n %s", ftMarshal(t, read["recipe"]), ftMarshal(t, want))
+			t.Fatalf("served recipe\n %s\nwant\n %s", marshal(t, read["recipe"]), marshal(t, want))
 		}
 		var l forum.ThreadList
-		w.ftRead(t, ftThreadsURL("cooking"), "thread-list", &l)
+		w.read(t, threadsURL("cooking"), "thread-list", &l)
 		if len(l.Threads) != 1 || l.Threads[0].Recipe == nil || l.Threads[0].Recipe.Sources[1].URL != "https://xn--exmple-4nf.com/dal" {
 			t.Fatalf("list %+v", l.Threads)
 		}
 
 		// recipe null, or absent: no recipe.
 		for _, mod := range []func(map[string]any){func(b map[string]any) { b["recipe"] = nil }, func(map[string]any) {}} {
-			if th := w.ftGetThread(t, w.ftThread(t, a, cat, mod)); th.Recipe != nil {
+			if th := w.getThread(t, w.thread(t, a, cat, mod)); th.Recipe != nil {
 				t.Fatalf("recipe %+v", th.Recipe)
 			}
 		}
@@ -150,36 +150,36 @@ func TestFtRecipeStoredAndServed(t *testing.T) {
 
 // Positions are unique within ingredients, steps, tips and sources (422 at the repeat); any order and
 // gaps are fine.
-func TestFtRecipePositions(t *testing.T) {
+func TestRecipePositions(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		a := ftNewAgent("cook-one")
-		before := w.ftState(t)
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		a := newAgent("cook-one")
+		before := w.state(t)
 		for _, c := range []struct {
 			list  string
 			items func(int) []any
-		}{{"ingredients", ftIngredients}, {"steps", ftSteps}, {"tips", ftTips}, {"sources", ftSources}} {
-			r := ftRecipe()
+		}{{"ingredients", ingredients}, {"steps", steps}, {"tips", tips}, {"sources", sources}} {
+			r := recipe()
 			items := c.items(3)
 			items[2].(map[string]any)["position"] = 1
 			r[c.list] = items
-			ftExpectAt(t, w.post(t, a, forum.ThreadsPath, ftThreadBody(cat, ftWithRecipe(r))), http.StatusUnprocessableEntity,
+			expectAt(t, w.post(t, a, forum.ThreadsPath, threadBody(cat, withRecipe(r))), http.StatusUnprocessableEntity,
 				"validation_failed", fmt.Sprintf("/recipe/%s/2/position", c.list))
 		}
-		w.ftUnchanged(t, before)
+		w.unchanged(t, before)
 		if n := len(w.meter.Calls()); n != 0 {
 			t.Fatalf("%d charges", n)
 		}
-		r := ftRecipe()
+		r := recipe()
 		for _, list := range []string{"ingredients", "steps", "tips", "sources"} {
-			items := map[string]func(int) []any{"ingredients": ftIngredients, "steps": ftSteps, "tips": ftTips, "sources": ftSources}[list](3)
+			items := map[string]func(int) []any{"ingredients": ingredients, "steps": steps, "tips": tips, "sources": sources}[list](3)
 			for i, p := range []int{7, 2, 5} {
 				items[i].(map[string]any)["position"] = p
 			}
 			r[list] = items
 		}
-		th := w.ftGetThread(t, w.ftThread(t, a, cat, ftWithRecipe(r)))
+		th := w.getThread(t, w.thread(t, a, cat, withRecipe(r)))
 		if th.Recipe.Ingredients[0].Position != 7 || th.Recipe.Steps[2].Position != 5 || th.Recipe.Sources[1].Position != 2 {
 			t.Fatalf("positions not kept as sent: %+v", th.Recipe)
 		}
@@ -188,36 +188,36 @@ func TestFtRecipePositions(t *testing.T) {
 
 // Each ingredient has one quantity per serving count: two for the same count is 422, in any order
 // the four are fine.
-func TestFtRecipeQuantities(t *testing.T) {
+func TestRecipeQuantities(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		a := ftNewAgent("cook-one")
-		before := w.ftState(t)
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		a := newAgent("cook-one")
+		before := w.state(t)
 		for _, at := range []int{0, 2} {
-			r := ftRecipe()
-			r["ingredients"] = ftIngredients(3)
-			q := ftItem(r, "ingredients", at)["quantities"].([]any)
+			r := recipe()
+			r["ingredients"] = ingredients(3)
+			q := item(r, "ingredients", at)["quantities"].([]any)
 			q[3].(map[string]any)["servings"] = 1
-			ftExpectAt(t, w.post(t, a, forum.ThreadsPath, ftThreadBody(cat, ftWithRecipe(r))), http.StatusUnprocessableEntity,
+			expectAt(t, w.post(t, a, forum.ThreadsPath, threadBody(cat, withRecipe(r))), http.StatusUnprocessableEntity,
 				"validation_failed", fmt.Sprintf("/recipe/ingredients/%d/quantities", at))
 		}
-		w.ftUnchanged(t, before)
-		r := ftRecipe()
-		q := ftItem(r, "ingredients", 0)["quantities"].([]any)
+		w.unchanged(t, before)
+		r := recipe()
+		q := item(r, "ingredients", 0)["quantities"].([]any)
 		q[0], q[1], q[2], q[3] = q[3], q[2], q[1], q[0]
-		w.ftThread(t, a, cat, ftWithRecipe(r))
+		w.thread(t, a, cat, withRecipe(r))
 	})
 }
 
 // The source URLs of reliability.md scenarios 35-38 are refused with 422 at their pointer; nothing is
 // written or charged.
-func TestFtRecipeUnsafeURLs(t *testing.T) {
+func TestRecipeUnsafeURLs(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		a := ftNewAgent("cook-one")
-		before := w.ftState(t)
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		a := newAgent("cook-one")
+		before := w.state(t)
 		for _, u := range []string{
 			// 35
 			"http://example.com/", "javascript:alert(1)", "https:example.com", "https:///x", "//example.com",
@@ -231,18 +231,18 @@ func TestFtRecipeUnsafeURLs(t *testing.T) {
 			"https://localhost/", "https://foo.localhost/", "https://metadata.google.internal/", "https://intranet/",
 			"https://example.com./",
 		} {
-			r := ftRecipe()
-			sources := ftSources(3)
+			r := recipe()
+			sources := sources(3)
 			sources[1].(map[string]any)["url"] = u
 			r["sources"] = sources
-			res := w.post(t, a, forum.ThreadsPath, ftThreadBody(cat, ftWithRecipe(r)))
+			res := w.post(t, a, forum.ThreadsPath, threadBody(cat, withRecipe(r)))
 			if res.Status != http.StatusUnprocessableEntity {
 				t.Errorf("%s: %d %s", u, res.Status, testkit.Short(res.Body))
 				continue
 			}
-			ftExpectAt(t, res, http.StatusUnprocessableEntity, "validation_failed", "/recipe/sources/1/url")
+			expectAt(t, res, http.StatusUnprocessableEntity, "validation_failed", "/recipe/sources/1/url")
 		}
-		w.ftUnchanged(t, before)
+		w.unchanged(t, before)
 		if n := len(w.meter.Calls()); n != 0 {
 			t.Fatalf("%d charges", n)
 		}
@@ -251,19 +251,19 @@ func TestFtRecipeUnsafeURLs(t *testing.T) {
 
 // The content policy covers every text of a recipe (400 content_policy_violation at its pointer);
 // multi-line texts take newlines and tabs, one-line texts do not; emoji and CJK pass everywhere.
-func TestFtRecipeContentPolicy(t *testing.T) {
+func TestRecipeContentPolicy(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		a := ftNewAgent("cook-one")
-		before := w.ftState(t)
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		a := newAgent("cook-one")
+		before := w.state(t)
 		set := func(list string, i int, key, value string) func(map[string]any) {
 			return func(r map[string]any) {
 				if list == "" {
 					r[key] = value
 					return
 				}
-				ftItem(r, list, i)[key] = value
+				item(r, list, i)[key] = value
 			}
 		}
 		cases := []struct {
@@ -284,20 +284,20 @@ func TestFtRecipeContentPolicy(t *testing.T) {
 			{"/recipe/tips/0/text", set("tips", 0, "text", "c1 \u0085 control")},
 			{"/recipe/sources/0/label", set("sources", 0, "label", "label\u2028separator")},
 			{"/recipe/ingredients/0/quantities/2/display_text", func(r map[string]any) {
-				ftItem(r, "ingredients", 0)["quantities"].([]any)[2].(map[string]any)["display_text"] = "1\n2"
+				item(r, "ingredients", 0)["quantities"].([]any)[2].(map[string]any)["display_text"] = "1\n2"
 			}},
 			{"/recipe/keywords/1", func(r map[string]any) { r["keywords"] = []any{"ok", "bad\x00"} }},
 		}
 		for _, c := range cases {
-			r := ftRecipe()
-			r["tips"], r["sources"] = ftTips(1), ftSources(1)
+			r := recipe()
+			r["tips"], r["sources"] = tips(1), sources(1)
 			c.mod(r)
-			ftExpectAt(t, w.post(t, a, forum.ThreadsPath, ftThreadBody(cat, ftWithRecipe(r))), http.StatusBadRequest, "content_policy_violation", c.pointer)
+			expectAt(t, w.post(t, a, forum.ThreadsPath, threadBody(cat, withRecipe(r))), http.StatusBadRequest, "content_policy_violation", c.pointer)
 		}
-		w.ftUnchanged(t, before)
+		w.unchanged(t, before)
 
-		r := ftRecipe()
-		r["tips"], r["sources"], r["keywords"] = ftTips(1), ftSources(1), []any{"\u5bff\u53f8", "\U0001F363"}
+		r := recipe()
+		r["tips"], r["sources"], r["keywords"] = tips(1), sources(1), []any{"\u5bff\u53f8", "\U0001F363"}
 		for _, m := range []func(map[string]any){
 			set("ingredients", 0, "name", "\u5c71\u6912 \U0001F336\uFE0F"), set("ingredients", 0, "note", "line\nand\ttab"),
 			set("", 0, "description", "\u0645\u0631\u062d\u0628\u0627 \u200f RTL mark"), set("steps", 0, "name", "\U0001F469\u200D\U0001F373 chef"),
@@ -306,7 +306,7 @@ func TestFtRecipeContentPolicy(t *testing.T) {
 		} {
 			m(r)
 		}
-		th := w.ftGetThread(t, w.ftThread(t, a, cat, ftWithRecipe(r)))
+		th := w.getThread(t, w.thread(t, a, cat, withRecipe(r)))
 		if th.Recipe.Ingredients[0].Name != "\u5c71\u6912 \U0001F336\uFE0F" || th.Recipe.Keywords[1] != "\U0001F363" {
 			t.Fatalf("recipe %+v", th.Recipe)
 		}

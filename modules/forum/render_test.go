@@ -18,14 +18,14 @@ import (
 // it is, and a run with nothing to do finds nothing.
 func TestRenderStoresMissingHTML(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		a := ftNewAgent("renderer")
-		cat := w.ftCategory(t, "kitchen")
-		thread := w.ftThread(t, a, cat, func(b map[string]any) {
+		w := newWorld(t, dialect)
+		a := newAgent("renderer")
+		cat := w.category(t, "kitchen")
+		thread := w.thread(t, a, cat, func(b map[string]any) {
 			b["body_markdown"] = "A **bold** question, with [a link](https://example.com)."
 		})
-		reply := w.ftReply(t, a, thread, "", func(b map[string]any) { b["body_markdown"] = "- one\n- two\n\n<script>alert(1)</script>" })
-		kept := w.ftReply(t, a, thread, "")
+		reply := w.reply(t, a, thread, "", func(b map[string]any) { b["body_markdown"] = "- one\n- two\n\n<script>alert(1)</script>" })
+		kept := w.reply(t, a, thread, "")
 		stored := func(table, id string) string {
 			t.Helper()
 			var html *string

@@ -84,8 +84,8 @@ const (
 type scaleWorld struct {
 	db     *gorm.DB
 	engine *gin.Engine
-	recent ftAgent // wrote an hour ago
-	lapsed ftAgent // last wrote about two months ago
+	recent agent // wrote an hour ago
+	lapsed agent // last wrote about two months ago
 	rare   string
 }
 
@@ -127,9 +127,9 @@ func BenchmarkForumAtScale(b *testing.B) {
 }
 
 // benchCatchUp measures the first page of a's catch-up, against reading its posts by key.
-func benchCatchUp(b *testing.B, w *scaleWorld, a ftAgent) {
+func benchCatchUp(b *testing.B, w *scaleWorld, a agent) {
 	serve := func() testkit.Result {
-		return testkit.Serve(w.engine, ftRequest(a, forum.CatchUpPath, []byte(`{}`)))
+		return testkit.Serve(w.engine, request(a, forum.CatchUpPath, []byte(`{}`)))
 	}
 	r := serve()
 	testkit.Expect(b, r, http.StatusOK, "")
@@ -290,9 +290,9 @@ func scaleWorldFor(b *testing.B) *scaleWorld {
 		b.Fatalf("pick readers: %v", err)
 	}
 	clock := testkit.NewClock(scaleNow)
-	writes := forum.NewWrites(db, clock, testkit.NewMeter(1), schema.Published(), ftCursors(b, clock), nil)
-	reads := forum.NewReads(plugin.ReadDB{DB: db}, ftCursors(b, clock), nil)
-	w.engine = ftMount(b, writes, reads)
+	writes := forum.NewWrites(db, clock, testkit.NewMeter(1), schema.Published(), cursors(b, clock), nil)
+	reads := forum.NewReads(plugin.ReadDB{DB: db}, cursors(b, clock), nil)
+	w.engine = mount(b, writes, reads)
 	var counts []string
 	for _, q := range []string{scaleCommon, w.rare, scalePhrase, scaleMiddling} {
 		var n int64
@@ -309,7 +309,7 @@ func scaleWorldFor(b *testing.B) *scaleWorld {
 
 // scaleReaders picks the agents who catch up: the author whose last post is the latest at least an
 // hour old, and the lapsed author with the most posts.
-func scaleReaders(ctx context.Context, db *sql.DB) (recent, lapsed ftAgent, err error) {
+func scaleReaders(ctx context.Context, db *sql.DB) (recent, lapsed agent, err error) {
 	const last = `SELECT author_id, author_handle, max(created_at) AS last, count(*) AS n FROM (
   SELECT author_id, author_handle, created_at FROM forum_threads UNION ALL SELECT author_id, author_handle, created_at FROM forum_replies
 ) p GROUP BY author_id, author_handle`
@@ -319,7 +319,7 @@ func scaleReaders(ctx context.Context, db *sql.DB) (recent, lapsed ftAgent, err 
 	}
 	err = db.QueryRowContext(ctx, `SELECT author_id, author_handle FROM (`+last+`) a WHERE last < $1 ORDER BY n DESC LIMIT 1`,
 		scaleNow.Add(-59*24*time.Hour)).Scan(&lapsed.ID, &lapsed.Handle)
-	recent.Org, lapsed.Org = ftID(), ftID()
+	recent.Org, lapsed.Org = newID(), newID()
 	return
 }
 

@@ -1,7 +1,6 @@
 package forum
 
 import (
-	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -9,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
-	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/render"
@@ -292,62 +290,7 @@ const headlineOptions = "StartSel=" + markStart + ", StopSel=" + markEnd + `, Ma
 // "lentils" (forum_0010): PostgreSQL's english configuration, SQLite's porter tokenizer.
 func (r *Reads) match(c *gin.Context, terms []string, limit, offset int) ([]hitRow, error) {
 	db := r.db.WithContext(c.Request.Context())
-	var rows []hitRow
-	var err error
-	if db.Dialector.Name() == "postgres" {
-		query := strings.Join(terms, " ")
-		err = db.Transaction(func(tx *gorm.DB) error {
-			// Planned for its words every time: how to find the newest matches depends on how common
-			// they are, and a plan made once for any words (a prepared statement's generic plan, after
-			// five runs) walks the primary key for a rare word, or reads every match of a common one.
-			if err := tx.Exec("SET LOCAL plan_cache_mode = force_custom_plan").Error; err != nil {
-				return err
-			}
-			return tx.Raw(`WITH newest AS (
-  SELECT kind, post_id, thread_id, search FROM (
-    SELECT 'thread' AS kind, id AS post_id, id AS thread_id, search FROM (
-      SELECT id, search FROM forum_threads
-      WHERE tombstoned_at IS NULL AND hidden_at IS NULL AND search @@ plainto_tsquery('english', ?)
-      ORDER BY id DESC LIMIT ?) t
-    UNION ALL
-    SELECT 'reply', id, thread_id, search FROM (
-      SELECT id, thread_id, search FROM forum_replies
-      WHERE tombstoned_at IS NULL AND hidden_at IS NULL AND search @@ plainto_tsquery('english', ?)
-      ORDER BY id DESC LIMIT ?) r
-  ) m ORDER BY post_id DESC LIMIT ?
-), page AS (
-  SELECT kind, post_id, thread_id, ts_rank(search, plainto_tsquery('english', ?)) AS rank FROM newest
-  ORDER BY rank DESC, post_id DESC LIMIT ? OFFSET ?
-)
-SELECT page.kind, page.post_id, page.thread_id,
-  CASE WHEN t.tombstoned_at IS NULL AND t.hidden_at IS NULL THEN t.title ELSE '' END AS title,
-  ts_headline('english', CASE WHEN page.kind = 'reply' THEN r.body_markdown ELSE t.body_markdown END, plainto_tsquery('english', ?), ?) AS snippet,
-  COALESCE(CASE WHEN page.kind = 'reply' THEN r.body_markdown ELSE t.body_markdown END, '') AS body_markdown,
-  CASE WHEN page.kind = 'reply' THEN r.author_handle ELSE t.author_handle END AS author_handle,
-  c.slug AS category_slug, c.name AS category_name,
-  CASE WHEN page.kind = 'reply' THEN r.created_at ELSE t.created_at END AS created_at
-FROM page
-JOIN forum_threads t ON t.id = page.thread_id
-JOIN forum_categories c ON c.id = t.category_id
-LEFT JOIN forum_replies r ON page.kind = 'reply' AND r.id = page.post_id
-ORDER BY page.rank DESC, page.post_id DESC`, query, maxResults, query, maxResults, maxResults, query, limit, offset, query, headlineOptions).Scan(&rows).Error
-		}, &sql.TxOptions{ReadOnly: true})
-	} else {
-		quoted := make([]string, len(terms))
-		for i, t := range terms {
-			quoted[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
-		}
-		err = db.Raw(`SELECT s.kind, s.post_id, s.thread_id, CASE WHEN th.tombstoned_at IS NULL AND th.hidden_at IS NULL THEN th.title ELSE '' END AS title,
-  snippet(forum_search, 4, ?, ?, '…', 24) AS snippet, COALESCE(t.body_markdown, rp.body_markdown, '') AS body_markdown,
-  COALESCE(t.author_handle, rp.author_handle) AS author_handle, c.slug AS category_slug, c.name AS category_name,
-  t.created_at AS thread_created_at, rp.created_at AS reply_created_at
-FROM forum_search s
-LEFT JOIN forum_threads t ON s.kind = 'thread' AND t.id = s.post_id
-LEFT JOIN forum_replies rp ON s.kind = 'reply' AND rp.id = s.post_id
-JOIN forum_threads th ON th.id = s.thread_id
-JOIN forum_categories c ON c.id = th.category_id
-WHERE forum_search MATCH ? ORDER BY rank, s.post_id DESC LIMIT ? OFFSET ?`, markStart, markEnd, strings.Join(quoted, " "), limit, offset).Scan(&rows).Error
-	}
+	rows, err := r.dialect.search(db, terms, limit, offset)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}

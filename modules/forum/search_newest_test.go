@@ -12,22 +12,22 @@ import (
 )
 
 // Search answers the best match first, threads and replies alike, and pages through every match.
-func TestFtSearchBestFirst(t *testing.T) {
+func TestSearchBestFirst(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
-		w := ftNewWorld(t, dialect)
-		cat := w.ftCategory(t, "cooking")
-		a := ftNewAgent("cook-one")
-		body := func(s string) func(map[string]any) { return ftSet("body_markdown", s) }
-		once := w.ftThread(t, a, cat, ftSet("title", "Soup"), body("lentil rice bean corn"))
-		thrice := w.ftReply(t, a, once, "", body("lentil lentil lentil corn"))
-		twice := w.ftThread(t, a, cat, ftSet("title", "Stew"), body("lentil lentil bean corn"))
-		w.ftThread(t, a, cat, ftSet("title", "Bread"), body("flour water salt yeast"))
+		w := newWorld(t, dialect)
+		cat := w.category(t, "cooking")
+		a := newAgent("cook-one")
+		body := func(s string) func(map[string]any) { return set("body_markdown", s) }
+		once := w.thread(t, a, cat, set("title", "Soup"), body("lentil rice bean corn"))
+		thrice := w.reply(t, a, once, "", body("lentil lentil lentil corn"))
+		twice := w.thread(t, a, cat, set("title", "Stew"), body("lentil lentil bean corn"))
+		w.thread(t, a, cat, set("title", "Bread"), body("flour water salt yeast"))
 
 		var got []string
 		target := forum.SearchPath + "?q=lentil&limit=2"
 		for {
 			var res forum.SearchResult
-			w.ftRead(t, target, "search-result", &res)
+			w.read(t, target, "search-result", &res)
 			for _, h := range res.Results {
 				got = append(got, deref(h.ReplyID)+h.ThreadID)
 			}
@@ -44,13 +44,13 @@ func TestFtSearchBestFirst(t *testing.T) {
 
 // On PostgreSQL search ranks the newest thousand matches: with more, an older post never shows, however
 // well it matches, and the thousand newest do, best first (README, Decisions).
-func TestFtSearchRanksNewestMatches(t *testing.T) {
-	w := ftNewWorld(t, database.Postgres)
-	cat := w.ftCategory(t, "cooking")
-	a := ftNewAgent("cook-one")
+func TestSearchRanksNewestMatches(t *testing.T) {
+	w := newWorld(t, database.Postgres)
+	cat := w.category(t, "cooking")
+	a := newAgent("cook-one")
 	var old, newest []string
 	post := func(body string) string {
-		id := ftID() // UUIDv7: later ids sort after
+		id := newID() // UUIDv7: later ids sort after
 		now := w.clock.Now()
 		if err := w.db.Exec(`INSERT INTO forum_threads (id, category_id, author_id, author_handle, title, body_markdown, intent, score, up, down, reply_count, created_at, last_activity)
 VALUES (?, ?, ?, ?, 'Soup', ?, 'discussion', 0, 0, 0, 0, ?, ?)`, id, cat, a.ID, a.Handle, body, now, now).Error; err != nil {
@@ -72,7 +72,7 @@ VALUES (?, ?, ?, ?, 'Soup', ?, 'discussion', 0, 0, 0, 0, ?, ?)`, id, cat, a.ID, 
 	target := forum.SearchPath + "?q=lentil&limit=100"
 	for {
 		var res forum.SearchResult
-		w.ftRead(t, target, "search-result", &res)
+		w.read(t, target, "search-result", &res)
 		for _, h := range res.Results {
 			seen = append(seen, h.ThreadID)
 		}

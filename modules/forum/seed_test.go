@@ -10,7 +10,7 @@ import (
 )
 
 // categorySlugs reads every category's slug and state, by slug.
-func categorySlugs(t *testing.T, w *ftWorld) map[string]string {
+func categorySlugs(t *testing.T, w *world) map[string]string {
 	t.Helper()
 	var rows []struct{ Slug, State string }
 	if err := w.db.Table("forum_categories").Select("slug, state").Find(&rows).Error; err != nil {
@@ -28,7 +28,7 @@ func categorySlugs(t *testing.T, w *ftWorld) map[string]string {
 func TestSeedCreatesTheStarterCategoriesOnce(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		ctx := context.Background()
-		w := ftNewWorld(t, dialect)
+		w := newWorld(t, dialect)
 		got, err := w.cats.SeedCategories(ctx)
 		if err != nil || !got.Changed || got.Detail != "created the open categories general, help, showcase, meta" {
 			t.Fatalf("first seed: %+v %v", got, err)
@@ -50,8 +50,8 @@ func TestSeedCreatesTheStarterCategoriesOnce(t *testing.T) {
 			t.Fatalf("the second seed made categories: %d", n)
 		}
 
-		other := ftNewWorld(t, dialect)
-		other.ftCategory(t, "soups")
+		other := newWorld(t, dialect)
+		other.category(t, "soups")
 		if got, err := other.cats.SeedCategories(ctx); err != nil || got.Changed {
 			t.Fatalf("seed after the operator's category: %+v %v", got, err)
 		}

@@ -1,16 +1,15 @@
 package forum
 
 import (
-	"errors"
-
 	"cmp"
+	"errors"
 	"fmt"
-	"gorm.io/gorm"
 	"slices"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/feeds"
+	"gorm.io/gorm"
 
 	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/site"
