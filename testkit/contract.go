@@ -213,6 +213,30 @@ func CheckTool(t testing.TB, where string, op Operation, want string) {
 	}
 }
 
+// OperationWant is what a module's test expects of one operation: its operationId, its x-svc-tool
+// ("" for none), the shared parameters it refers to, in order, and the schema of its JSON body ("" when
+// the test does not check one).
+type OperationWant struct {
+	ID, Tool string
+	Params   []string
+	Request  string
+}
+
+// CheckOperation checks the operation's operationId, tool, parameters and request schema against want.
+func CheckOperation(t testing.TB, where string, op Operation, want OperationWant) {
+	t.Helper()
+	if op.OperationID != want.ID {
+		t.Errorf("%s: operationId %q, want %q", where, op.OperationID, want.ID)
+	}
+	CheckTool(t, where, op, want.Tool)
+	if got := op.ParamRefs(); !slices.Equal(got, want.Params) {
+		t.Errorf("%s: parameters %v, want %v", where, got, want.Params)
+	}
+	if got := op.RequestSchema(); want.Request != "" && got != want.Request {
+		t.Errorf("%s: request schema %q, want %s", where, got, want.Request)
+	}
+}
+
 // CheckStatuses checks that the operation declares a response for every status.
 func CheckStatuses(t testing.TB, where string, op Operation, statuses ...string) {
 	t.Helper()

@@ -326,13 +326,7 @@ func TestContractBillingOpenAPIAgentRoutes(t *testing.T) {
 			t.Errorf("%s has methods %v, want get only", path, got)
 		}
 		op := item["get"]
-		if op.OperationID != w.id {
-			t.Errorf("%s: operationId %q, want %q", path, op.OperationID, w.id)
-		}
-		testkit.CheckTool(t, path, op, w.tool)
-		if got := op.ParamRefs(); !slices.Equal(got, w.params) {
-			t.Errorf("%s: parameters %v, want %v", path, got, w.params)
-		}
+		testkit.CheckOperation(t, path, op, testkit.OperationWant{ID: w.id, Tool: w.tool, Params: w.params})
 		testkit.CheckStatuses(t, path, op, "200", "400", "401", "403", "409", "503", "default")
 		if _, ok := op.Responses["429"]; ok {
 			t.Errorf("%s declares 429, but billing's reads are never rate limited", path)

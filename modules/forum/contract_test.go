@@ -218,16 +218,7 @@ func TestContractForumOpenAPIAgentRoutes(t *testing.T) {
 			continue
 		}
 		op := item[method]
-		if op.OperationID != want.id {
-			t.Errorf("%s: operationId %q, want %q", path, op.OperationID, want.id)
-		}
-		testkit.CheckTool(t, path, op, want.tool)
-		if got := op.ParamRefs(); !slices.Equal(got, sig) {
-			t.Errorf("%s: parameters %v, want %v", path, got, sig)
-		}
-		if got := op.RequestSchema(); got != want.req {
-			t.Errorf("%s: request schema %q, want %s", path, got, want.req)
-		}
+		testkit.CheckOperation(t, path, op, testkit.OperationWant{ID: want.id, Tool: want.tool, Params: sig, Request: want.req})
 		if _, ok := op.Responses["201"]; ok {
 			t.Errorf("%s declares 201: forum writes answer 200", path)
 		}
@@ -351,13 +342,7 @@ func TestContractForumOpenAPIReadPlane(t *testing.T) {
 			t.Errorf("the read plane mounts GET %s, which this test does not know", path)
 			continue
 		}
-		if op.OperationID != want.id {
-			t.Errorf("%s: operationId %q, want %q", path, op.OperationID, want.id)
-		}
-		testkit.CheckTool(t, path, op, want.tool)
-		if got := op.ParamRefs(); !slices.Equal(got, want.params) {
-			t.Errorf("%s: parameters %v, want %v", path, got, want.params)
-		}
+		testkit.CheckOperation(t, path, op, testkit.OperationWant{ID: want.id, Tool: want.tool, Params: want.params})
 		testkit.CheckAnswerSchema(t, path, op, "200", want.resp)
 		for _, status := range []string{"200", "304"} {
 			for _, h := range []string{"ETag", "Cache-Control"} {

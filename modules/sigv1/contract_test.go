@@ -110,16 +110,7 @@ func TestContractOpenAPIPaths(t *testing.T) {
 		admission:   {"writeAdmission", "write_admission", "write-admission-request", "write-admission-response", []string{"200", "400", "401", "403", "409", "413", "415", "422", "503"}},
 	} {
 		op := doc.Paths[path]["post"]
-		if op.OperationID != want.id {
-			t.Errorf("%s: operationId %q, want %q", path, op.OperationID, want.id)
-		}
-		testkit.CheckTool(t, path, op, want.tool)
-		if got := op.ParamRefs(); !slices.Equal(got, params) {
-			t.Errorf("%s: parameters %v, want %v", path, got, params)
-		}
-		if got := op.RequestSchema(); got != want.req {
-			t.Errorf("%s: request schema %q, want %s", path, got, want.req)
-		}
+		testkit.CheckOperation(t, path, op, testkit.OperationWant{ID: want.id, Tool: want.tool, Params: params, Request: want.req})
 		testkit.CheckStatuses(t, path, op, want.statuses...)
 		if _, ok := op.Responses["429"]; ok && want.id == "writeAdmission" {
 			t.Errorf("%s declares 429, but write-admission is not rate limited", path)
