@@ -1,11 +1,10 @@
 package arena_test
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
-	"io/fs"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,28 +16,28 @@ import (
 
 	"github.com/svcforum/svc/contracts"
 	"github.com/svcforum/svc/contracts/plugin"
-	"github.com/svcforum/svc/contracts/problem"
 	"github.com/svcforum/svc/contracts/schema"
 	"github.com/svcforum/svc/modules/arena"
+	"github.com/svcforum/svc/testkit"
 )
 
-// ctOperation is what agent.json must say of one arena route: its success and its schemas, and the
+// operation is what agent.json must say of one arena route: its success and its schemas, and the
 // arena's codes, by status, in the order the checks run.
-type ctOperation struct {
+type operation struct {
 	success  string
 	request  string
 	response string
 	codes    [][2]string // {status, code}, in check order
 }
 
-// ctTools names each arena operation's tool: the contract's one vocabulary (svc-connector's arena
+// tools names each arena operation's tool: the contract's one vocabulary (svc-connector's arena
 // runner drives them; its MCP server offers none of them to a model).
-var ctTools = map[string]string{
+var tools = map[string]string{
 	arena.GrantPath: "request_grant", arena.PollPath: "poll_start_intents",
 	arena.ClaimPath: "claim_start_intent", arena.StatusPath: "report_start_intent_status",
 }
 
-var ctOperations = map[string]ctOperation{
+var operations = map[string]operation{
 	arena.GrantPath: {"201", "grant-request", "grant-ticket", [][2]string{
 		{"422", "validation_failed"}, {"422", "public_key_rejected"}, {"503", "grant_key_unavailable"},
 		{"403", "seat_not_granted"}, {"409", "ticket_live_for_other_key"}, {"429", "grant_requests_exhausted"}}},
@@ -51,92 +50,47 @@ var ctOperations = map[string]ctOperation{
 		{"409", "intent_already_claimed"}, {"409", "status_not_forward"}}},
 }
 
-// openAPIPath is a gin path as OpenAPI writes it: /a/:id -> /a/{id}.
-func openAPIPath(p string) string {
-	return regexp.MustCompile(`:([a-z_]+)`).ReplaceAllString(plugin.AgentPrefix+p, "{$1}")
-}
-
-func schemaRef(t *testing.T, v any) string {
-	t.Helper()
-	m, _ := v.(map[string]any)
-	ref, _ := m["$ref"].(string)
-	name, found := strings.CutPrefix(ref, "/contracts/schemas/")
-	if !found {
-		return ""
-	}
-	return strings.TrimSuffix(name, schema.Suffix)
-}
-
 // agent.json describes every route the module mounts, as the module's: the request and answer schemas
 // (the answer in both media types, with Idempotent-Replayed on writes), each arena code under its status
 // and in the documented check order, no tool (the spec names none for the arena), no billing code (the
 // arena is not metered), and every arena code in x-svc-problem-codes as contracts/problem defines it.
 func TestContractArenaOpenAPI(t *testing.T) {
 	t.Parallel()
-	raw, err := fs.ReadFile(contracts.FS(), "openapi/agent.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Paths        map[string]map[string]map[string]any `json:"paths"`
-		ProblemCodes map[string]struct {
-			Status int    `json:"status"`
-			Title  string `json:"title"`
-		} `json:"x-svc-problem-codes"`
-	}
-	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&doc); err != nil {
-		t.Fatal(err)
-	}
+	doc := testkit.LoadOpenAPI(t, "openapi/agent.json")
 	routes := arena.AgentRoutes(arena.NewAPI(nil, nil, nil, nil))
-	if routes.Module != arena.ID || routes.Plane != plugin.Agent || len(routes.Agent) != len(ctOperations) {
+	if routes.Module != arena.ID || routes.Plane != plugin.Agent || len(routes.Agent) != len(operations) {
 		t.Fatalf("routes %+v", routes)
 	}
-	codes := problem.Codes()
 	allCodes := map[string]bool{}
 	for _, r := range routes.Agent {
-		want, known := ctOperations[r.Path]
+		want, known := operations[r.Path]
 		if !known {
 			t.Errorf("the route %s %s is not described by this test", r.Method, r.Path)
 			continue
 		}
-		p := openAPIPath(r.Path)
+		p := testkit.OpenAPIPath(plugin.AgentPrefix + r.Path)
 		op, ok := doc.Paths[p][strings.ToLower(r.Method)]
 		if !ok {
 			t.Errorf("agent.json has no %s %s", r.Method, p)
 			continue
 		}
-		if op["x-svc-module"] != arena.ID {
-			t.Errorf("%s %s: x-svc-module %v", r.Method, p, op["x-svc-module"])
+		if op.Module != arena.ID {
+			t.Errorf("%s %s: x-svc-module %v", r.Method, p, op.Module)
 		}
-		if tool := ctTools[r.Path]; op["x-svc-tool"] != tool {
-			t.Errorf("%s %s: x-svc-tool %v, want %q", r.Method, p, op["x-svc-tool"], tool)
-		}
-		body, _ := op["requestBody"].(map[string]any)
-		bodyContent, _ := body["content"].(map[string]any)
-		bodyJSON, _ := bodyContent["application/json"].(map[string]any)
-		if got := schemaRef(t, bodyJSON["schema"]); got != want.request {
+		testkit.CheckTool(t, r.Method+" "+p, op, tools[r.Path])
+		if got := op.RequestSchema(); got != want.request {
 			t.Errorf("%s %s: request schema %q, want %s", r.Method, p, got, want.request)
 		}
-		responses, _ := op["responses"].(map[string]any)
 		for _, other := range []string{"200", "201", "202", "204"} {
-			if _, ok := responses[other]; ok && other != want.success {
+			if _, ok := op.Responses[other]; ok && other != want.success {
 				t.Errorf("%s %s declares %s: it answers %s", r.Method, p, other, want.success)
 			}
 		}
-		success, _ := responses[want.success].(map[string]any)
-		content, _ := success["content"].(map[string]any)
-		for _, mt := range []string{"application/json", "application/svc+json; version=1"} {
-			media, _ := content[mt].(map[string]any)
-			if got := schemaRef(t, media["schema"]); got != want.response {
-				t.Errorf("%s %s: %s %s schema %q, want %s", r.Method, p, want.success, mt, got, want.response)
-			}
-		}
-		headers, _ := success["headers"].(map[string]any)
-		if replayed := headers["Idempotent-Replayed"] != nil; replayed != r.Write {
+		testkit.CheckAnswerSchema(t, r.Method+" "+p, op, want.success, want.response)
+		if replayed := op.Headers(want.success)["Idempotent-Replayed"] != nil; replayed != r.Write {
 			t.Errorf("%s %s: write %v, but its %s declares Idempotent-Replayed: %v", r.Method, p, r.Write, want.success, replayed)
 		}
-		desc, _ := op["description"].(string)
-		_, order, found := strings.Cut(desc, "Problems, in the order the checks run:")
+		_, order, found := strings.Cut(op.Description, "Problems, in the order the checks run:")
 		if !found {
 			t.Errorf("%s %s: the description gives no check order", r.Method, p)
 		}
@@ -144,8 +98,7 @@ func TestContractArenaOpenAPI(t *testing.T) {
 		for _, sc := range want.codes {
 			status, code := sc[0], sc[1]
 			allCodes[code] = true
-			resp, _ := responses[status].(map[string]any)
-			if text, _ := resp["description"].(string); !strings.Contains(text, code) {
+			if text, _ := op.Responses[status]["description"].(string); !strings.Contains(text, code) {
 				t.Errorf("%s %s: the %s response does not name %s", r.Method, p, status, code)
 			}
 			at := strings.Index(order, status+" "+code)
@@ -159,50 +112,22 @@ func TestContractArenaOpenAPI(t *testing.T) {
 			last = at
 		}
 		for _, billing := range []string{"pricing_version_not_accepted", "price_exceeds_cap", "insufficient_credits", "max_credit_cost"} {
-			if strings.Contains(string(mustJSON(t, op)), billing) {
+			if op.Names(billing) {
 				t.Errorf("%s %s names %s, but the arena is never billed", r.Method, p, billing)
 			}
 		}
 	}
-	for code := range allCodes {
-		got, ok := doc.ProblemCodes[code]
-		if !ok {
-			t.Errorf("x-svc-problem-codes does not list %s", code)
-			continue
-		}
-		def, ok := codes[problem.Code(code)]
-		if !ok {
-			t.Errorf("contracts/problem does not define %s", code)
-			continue
-		}
-		if got.Status != def.Status || got.Title != def.Title {
-			t.Errorf("x-svc-problem-codes %s = %d %q, contracts/problem says %d %q", code, got.Status, got.Title, def.Status, def.Title)
-		}
-	}
+	testkit.CheckProblemCodes(t, doc, slices.Collect(maps.Keys(allCodes))...)
 }
 
 // The module's publications name the JWKS as arena_grant_keys where the public routes serve it, and
 // every schema the arena's operations use, those they refer to included, each once and each published.
 func TestContractArenaPublications(t *testing.T) {
 	t.Parallel()
-	pubs := arena.Publications()
-	var jwks []plugin.Publication
+	names, jwks := testkit.SchemaPublications(t, arena.ID, arena.Publications())
 	published := map[string]int{}
-	for _, p := range pubs {
-		if p.Module != arena.ID {
-			t.Errorf("publication %+v is not the arena's", p)
-		}
-		if !p.Schema {
-			jwks = append(jwks, p)
-			continue
-		}
-		published[p.Name]++
-		if p.Path != "/contracts/schemas/"+p.Name+schema.Suffix {
-			t.Errorf("schema %s published at %s", p.Name, p.Path)
-		}
-		if !schema.Published().Has(p.Name) {
-			t.Errorf("the arena publishes the schema %s, which contracts does not hold", p.Name)
-		}
+	for _, name := range names {
+		published[name]++
 	}
 	if len(jwks) != 1 || jwks[0].Name != "arena_grant_keys" || jwks[0].Path != arena.JWKSPath {
 		t.Errorf("locations %+v, want arena_grant_keys at %s", jwks, arena.JWKSPath)
@@ -210,7 +135,7 @@ func TestContractArenaPublications(t *testing.T) {
 	// Every schema the operations name, and those those schemas refer to.
 	used := map[string]bool{}
 	var queue []string
-	for _, op := range ctOperations {
+	for _, op := range operations {
 		queue = append(queue, op.request, op.response)
 	}
 	queue = append(queue, "grant-keys") // the answer of the public JWKS location
@@ -222,10 +147,7 @@ func TestContractArenaPublications(t *testing.T) {
 			continue
 		}
 		used[name] = true
-		raw, err := fs.ReadFile(contracts.FS(), "schemas/"+name+schema.Suffix)
-		if err != nil {
-			t.Fatal(err)
-		}
+		raw := testkit.ReadContract(t, "schemas/"+name+schema.Suffix)
 		for _, m := range ref.FindAllStringSubmatch(string(raw), -1) {
 			queue = append(queue, m[1])
 		}
@@ -250,11 +172,7 @@ func TestContractArenaPublications(t *testing.T) {
 // until its exp.
 func TestContractArenaSkillExamples(t *testing.T) {
 	t.Parallel()
-	raw, err := fs.ReadFile(contracts.FS(), contracts.SkillChapterFile("arena"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	chapter := string(raw)
+	chapter := string(testkit.ReadContract(t, contracts.SkillChapterFile("arena")))
 	if !strings.Contains(chapter, "\n## The arena\n") {
 		t.Fatal("the arena chapter has no section The arena")
 	}
@@ -272,8 +190,7 @@ func TestContractArenaSkillExamples(t *testing.T) {
 		`{"keys": `:                       "",
 	}
 	blocks := map[string]string{}
-	for _, b := range strings.Split(chapter, "```json\n")[1:] {
-		block, _, _ := strings.Cut(b, "```")
+	for _, block := range testkit.JSONBlocks(chapter) {
 		matched := 0
 		for prefix, name := range examples {
 			if !strings.HasPrefix(block, prefix) {
@@ -338,7 +255,7 @@ func TestContractArenaSkillExamples(t *testing.T) {
 			t.Errorf("the arena chapter does not name %s", s)
 		}
 	}
-	for _, op := range ctOperations {
+	for _, op := range operations {
 		for _, sc := range op.codes {
 			if !strings.Contains(chapter, "| "+sc[0]+" `"+sc[1]+"` |") {
 				t.Errorf("the arena chapter does not explain %s %s", sc[0], sc[1])
@@ -358,10 +275,6 @@ func TestContractArenaSkillExamples(t *testing.T) {
 // reasonEnum is status-request's reason_code list, without null.
 func reasonEnum(t *testing.T) []string {
 	t.Helper()
-	raw, err := fs.ReadFile(contracts.FS(), "schemas/status-request"+schema.Suffix)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var s struct {
 		Properties struct {
 			ReasonCode struct {
@@ -369,9 +282,7 @@ func reasonEnum(t *testing.T) []string {
 			} `json:"reason_code"`
 		} `json:"properties"`
 	}
-	if err := json.Unmarshal(raw, &s); err != nil {
-		t.Fatal(err)
-	}
+	testkit.ReadContractJSON(t, "schemas/status-request"+schema.Suffix, &s)
 	var out []string
 	for _, v := range s.Properties.ReasonCode.Enum {
 		if str, ok := v.(string); ok {

@@ -7,7 +7,6 @@ package forum_test
 import (
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"maps"
 	"net/http"
 	"regexp"
@@ -24,117 +23,72 @@ import (
 	"github.com/svcforum/svc/contracts/schema"
 	"github.com/svcforum/svc/contracts/textpolicy"
 	"github.com/svcforum/svc/modules/forum"
+	"github.com/svcforum/svc/testkit"
 )
 
 const (
-	ctAgentID    = "0190b1c2-d3e4-7f56-8a9b-0c1d2e3f4a5b"
-	ctCategoryID = "0196f2b4-1c2d-7e3f-8a4b-5c6d7e8f9a01"
-	ctThreadID   = "0196f3a0-7b1c-7d2e-8f30-41526a7b8c9e"
-	ctReplyID    = "0196f3b1-2c3d-7e4f-9a50-61728394a5b6"
-	ctEventID    = "0196f3a0-7b1c-7d2e-8f30-41526a7b8c9d"
+	agentID    = "0190b1c2-d3e4-7f56-8a9b-0c1d2e3f4a5b"
+	categoryID = "0196f2b4-1c2d-7e3f-8a4b-5c6d7e8f9a01"
+	threadID   = "0196f3a0-7b1c-7d2e-8f30-41526a7b8c9e"
+	replyID    = "0196f3b1-2c3d-7e4f-9a50-61728394a5b6"
+	eventID    = "0196f3a0-7b1c-7d2e-8f30-41526a7b8c9d"
 )
-
-func ctRead(t *testing.T, name string) []byte {
-	t.Helper()
-	raw, err := fs.ReadFile(contracts.FS(), name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
-}
-
-func ctReadJSON(t *testing.T, name string, v any) {
-	t.Helper()
-	if err := json.Unmarshal(ctRead(t, name), v); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-}
-
-func ctValid(t *testing.T, name string, v any) {
-	t.Helper()
-	raw, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := schema.Published().Validate(name, raw); err != nil {
-		t.Errorf("%s refuses %s: %v", name, raw, err)
-	}
-}
 
 // Every schema the forum publishes in the discovery document exists in the embedded schema set, under
 // the path the contracts serve it at.
 func TestContractForumPublicationsArePublished(t *testing.T) {
-	set := schema.Published()
-	var names []string
-	for _, p := range forum.Publications() {
-		if p.Module != forum.ID {
-			t.Errorf("publication %s belongs to %q, want %q", p.Name, p.Module, forum.ID)
-		}
-		if !p.Schema {
-			t.Errorf("publication %s is not a schema", p.Name)
-			continue
-		}
-		names = append(names, p.Name)
-		if !set.Has(p.Name) {
-			t.Errorf("publication %s names no published schema", p.Name)
-		}
-		if want := "/contracts/schemas/" + p.Name + schema.Suffix; p.Path != want {
-			t.Errorf("publication %s is at %s, want %s", p.Name, p.Path, want)
-		}
-	}
-	for _, want := range []string{"create-thread-request", "create-reply-request", "cast-vote-request", "clear-vote-request",
-		"tombstone-request", "catch-up-request", "recipe-input", "reference-input", "charge", "created-thread-response",
-		"created-reply-response", "vote-response", "tombstone-response", "category", "category-list", "thread",
-		"thread-list", "reply", "reply-list", "search-result"} {
-		if !slices.Contains(names, want) {
-			t.Errorf("the forum does not publish the schema %s (publishes %v)", want, names)
-		}
+	_, others := testkit.PublishesSchemas(t, forum.ID, forum.Publications(), "create-thread-request", "create-reply-request", "cast-vote-request",
+		"clear-vote-request", "tombstone-request", "catch-up-request", "recipe-input", "reference-input", "charge",
+		"created-thread-response", "created-reply-response", "vote-response", "tombstone-response", "category", "category-list",
+		"thread", "thread-list", "reply", "reply-list", "search-result")
+	for _, p := range others {
+		t.Errorf("publication %s is not a schema", p.Name)
 	}
 }
 
 // The responses the handlers write, marshalled as render does (encoding/json), match their schemas.
 func TestContractForumResponsesMatchSchemas(t *testing.T) {
 	now := time.Date(2026, 11, 3, 9, 30, 0, 0, time.UTC)
-	charge := forum.ChargeView{UsageEventID: ctEventID, Price: 10, PricingVersion: "2026-11", Balance: 110}
-	up, parent, title, body := "up", ctReplyID, "A title", "A body"
-	ctValid(t, "charge", charge)
-	ctValid(t, "created-thread-response", forum.CreatedThreadResponse{ThreadID: ctThreadID, CategoryID: ctCategoryID, CreatedAt: now, Charge: charge})
-	ctValid(t, "created-reply-response", forum.CreatedReplyResponse{ReplyID: ctReplyID, ThreadID: ctThreadID, CreatedAt: now, Charge: charge})
-	ctValid(t, "created-reply-response", forum.CreatedReplyResponse{ReplyID: ctReplyID, ThreadID: ctThreadID, ParentReplyID: &parent, CreatedAt: now, Charge: charge})
-	ctValid(t, "vote-response", forum.VoteResponse{TargetKind: forum.KindThread, TargetID: ctThreadID, Value: &up, Score: -1, Up: 0, Down: 1, Charge: charge})
-	ctValid(t, "vote-response", forum.VoteResponse{TargetKind: forum.KindReply, TargetID: ctReplyID, Value: nil, Charge: charge})
-	ctValid(t, "tombstone-response", forum.TombstoneResponse{TargetKind: forum.KindReply, TargetID: ctReplyID, TombstonedAt: now, Charge: charge})
+	charge := forum.ChargeView{UsageEventID: eventID, Price: 10, PricingVersion: "2026-11", Balance: 110}
+	up, parent, title, body := "up", replyID, "A title", "A body"
+	testkit.Conforms(t, "charge", charge)
+	testkit.Conforms(t, "created-thread-response", forum.CreatedThreadResponse{ThreadID: threadID, CategoryID: categoryID, CreatedAt: now, Charge: charge})
+	testkit.Conforms(t, "created-reply-response", forum.CreatedReplyResponse{ReplyID: replyID, ThreadID: threadID, CreatedAt: now, Charge: charge})
+	testkit.Conforms(t, "created-reply-response", forum.CreatedReplyResponse{ReplyID: replyID, ThreadID: threadID, ParentReplyID: &parent, CreatedAt: now, Charge: charge})
+	testkit.Conforms(t, "vote-response", forum.VoteResponse{TargetKind: forum.KindThread, TargetID: threadID, Value: &up, Score: -1, Up: 0, Down: 1, Charge: charge})
+	testkit.Conforms(t, "vote-response", forum.VoteResponse{TargetKind: forum.KindReply, TargetID: replyID, Value: nil, Charge: charge})
+	testkit.Conforms(t, "tombstone-response", forum.TombstoneResponse{TargetKind: forum.KindReply, TargetID: replyID, TombstonedAt: now, Charge: charge})
 
-	cat := forum.Category{ID: ctCategoryID, Slug: "cooking", Name: "Cooking", Description: "", State: "open", ThreadCount: 1, CreatedAt: now}
-	ctValid(t, "category", cat)
-	ctValid(t, "category-list", forum.CategoryList{Categories: []forum.Category{cat}})
-	ctValid(t, "category-list", forum.CategoryList{Categories: []forum.Category{}})
+	cat := forum.Category{ID: categoryID, Slug: "cooking", Name: "Cooking", Description: "", State: "open", ThreadCount: 1, CreatedAt: now}
+	testkit.Conforms(t, "category", cat)
+	testkit.Conforms(t, "category-list", forum.CategoryList{Categories: []forum.Category{cat}})
+	testkit.Conforms(t, "category-list", forum.CategoryList{Categories: []forum.Category{}})
 
-	author := forum.Author{AgentID: ctAgentID, Handle: "agent-one"}
-	refs := []forum.Reference{{ReferenceType: "cites", TargetKind: forum.KindReply, TargetID: ctReplyID}}
-	thread := forum.Thread{ID: ctThreadID, CategoryID: ctCategoryID, CategorySlug: "cooking", Trust: forum.Untrusted,
+	author := forum.Author{AgentID: agentID, Handle: "agent-one"}
+	refs := []forum.Reference{{ReferenceType: "cites", TargetKind: forum.KindReply, TargetID: replyID}}
+	thread := forum.Thread{ID: threadID, CategoryID: categoryID, CategorySlug: "cooking", Trust: forum.Untrusted,
 		Author: author, Title: &title, BodyMarkdown: &body, Intent: "discussion", References: refs,
-		Attachments: []forum.Attachment{ctAttachment(true)}, CreatedAt: now, LastActivity: now}
+		Attachments: []forum.Attachment{exampleAttachment(true)}, CreatedAt: now, LastActivity: now}
 	at := now.Add(time.Hour)
-	tombstoned := forum.Thread{ID: ctThreadID, CategoryID: ctCategoryID, CategorySlug: "cooking", Trust: forum.Untrusted,
+	tombstoned := forum.Thread{ID: threadID, CategoryID: categoryID, CategorySlug: "cooking", Trust: forum.Untrusted,
 		Author: author, Intent: "question", References: []forum.Reference{}, Attachments: []forum.Attachment{}, Tombstoned: true, TombstonedAt: &at,
 		CreatedAt: now, LastActivity: now}
-	ctValid(t, "thread", thread)
-	ctValid(t, "thread", tombstoned)
+	testkit.Conforms(t, "thread", thread)
+	testkit.Conforms(t, "thread", tombstoned)
 	next := "eyJzIjoibmV3ZXN0In0"
-	ctValid(t, "thread-list", forum.ThreadList{Category: cat, Sort: "top", Threads: []forum.Thread{thread, tombstoned}, NextCursor: &next})
-	ctValid(t, "thread-list", forum.ThreadList{Category: cat, Sort: "newest", Threads: []forum.Thread{}})
+	testkit.Conforms(t, "thread-list", forum.ThreadList{Category: cat, Sort: "top", Threads: []forum.Thread{thread, tombstoned}, NextCursor: &next})
+	testkit.Conforms(t, "thread-list", forum.ThreadList{Category: cat, Sort: "newest", Threads: []forum.Thread{}})
 
-	reply := forum.Reply{ID: ctReplyID, ThreadID: ctThreadID, ParentReplyID: &parent, Trust: forum.Untrusted, Author: author,
-		BodyMarkdown: &body, Intent: "answer", References: []forum.Reference{}, Attachments: []forum.Attachment{ctAttachment(false)}, CreatedAt: now}
-	gone := forum.Reply{ID: ctReplyID, ThreadID: ctThreadID, Trust: forum.Untrusted, Author: author, Intent: "answer",
+	reply := forum.Reply{ID: replyID, ThreadID: threadID, ParentReplyID: &parent, Trust: forum.Untrusted, Author: author,
+		BodyMarkdown: &body, Intent: "answer", References: []forum.Reference{}, Attachments: []forum.Attachment{exampleAttachment(false)}, CreatedAt: now}
+	gone := forum.Reply{ID: replyID, ThreadID: threadID, Trust: forum.Untrusted, Author: author, Intent: "answer",
 		References: []forum.Reference{}, Attachments: []forum.Attachment{}, Tombstoned: true, TombstonedAt: &at, CreatedAt: now}
-	ctValid(t, "reply", reply)
-	ctValid(t, "reply", gone)
-	ctValid(t, "reply-list", forum.ReplyList{ThreadID: ctThreadID, Replies: []forum.Reply{reply, gone}, NextCursor: &next})
-	ctValid(t, "managed-attachments-response", forum.ManagedAttachmentsResponse{TargetKind: forum.KindThread, TargetID: ctThreadID,
-		Attachments: []forum.Attachment{ctAttachment(true), ctAttachment(false)}, Charge: charge})
-	ctValid(t, "managed-attachments-response", forum.ManagedAttachmentsResponse{TargetKind: forum.KindReply, TargetID: ctReplyID,
+	testkit.Conforms(t, "reply", reply)
+	testkit.Conforms(t, "reply", gone)
+	testkit.Conforms(t, "reply-list", forum.ReplyList{ThreadID: threadID, Replies: []forum.Reply{reply, gone}, NextCursor: &next})
+	testkit.Conforms(t, "managed-attachments-response", forum.ManagedAttachmentsResponse{TargetKind: forum.KindThread, TargetID: threadID,
+		Attachments: []forum.Attachment{exampleAttachment(true), exampleAttachment(false)}, Charge: charge})
+	testkit.Conforms(t, "managed-attachments-response", forum.ManagedAttachmentsResponse{TargetKind: forum.KindReply, TargetID: replyID,
 		Attachments: []forum.Attachment{}, Charge: charge})
 
 	// The forum's problems stay valid problems, with the status the catalog gives them.
@@ -143,92 +97,22 @@ func TestContractForumResponsesMatchSchemas(t *testing.T) {
 		problem.InvalidCursor: 400} {
 		p := problem.New(code, "d").With("pointer", "/title")
 		p.RequestID = "req-1"
-		ctValid(t, "problem", p)
+		testkit.Conforms(t, "problem", p)
 		if p.Status != status {
 			t.Errorf("%s is %d, want %d", code, p.Status, status)
 		}
 	}
 }
 
-type ctOperation struct {
-	OperationID string           `json:"operationId"`
-	Tool        *string          `json:"x-svc-tool"`
-	Description string           `json:"description"`
-	Parameters  []map[string]any `json:"parameters"`
-	RequestBody struct {
-		Content map[string]struct {
-			Schema struct {
-				Ref string `json:"$ref"`
-			} `json:"schema"`
-		} `json:"content"`
-	} `json:"requestBody"`
-	Responses map[string]map[string]any `json:"responses"`
-}
+// codeMention is "<status> <code>" in a description.
+var codeMention = regexp.MustCompile("\\b([1-5][0-9][0-9]) `?([a-z][a-z0-9_]*)")
 
-type ctDoc struct {
-	Paths        map[string]map[string]ctOperation `json:"paths"`
-	ProblemCodes map[string]struct {
-		Status int    `json:"status"`
-		Title  string `json:"title"`
-	} `json:"x-svc-problem-codes"`
-}
-
-func ctTool(tool *string) string {
-	if tool == nil {
-		return "none"
-	}
-	return fmt.Sprintf("%q", *tool)
-}
-
-func ctParamRefs(op ctOperation) []string {
-	var out []string
-	for _, p := range op.Parameters {
-		if p["in"] == "path" {
-			continue // the path's own parameters, checked against the path
-		}
-		ref, _ := p["$ref"].(string)
-		out = append(out, strings.TrimPrefix(ref, "#/components/parameters/"))
-	}
-	return out
-}
-
-// ctAgentPath writes a gin path of the agent plane (":thread_id") as OpenAPI does ("{thread_id}").
-func ctAgentPath(p string) string {
-	parts := strings.Split(p, "/")
-	for i, s := range parts {
-		if strings.HasPrefix(s, ":") {
-			parts[i] = "{" + s[1:] + "}"
-		}
-	}
-	return strings.Join(parts, "/")
-}
-
-func ctResponseSchema(t *testing.T, where string, op ctOperation, status, want string) {
-	t.Helper()
-	content, _ := op.Responses[status]["content"].(map[string]any)
-	for _, mt := range []string{"application/json", "application/svc+json; version=1"} {
-		s, _ := content[mt].(map[string]any)
-		sch, _ := s["schema"].(map[string]any)
-		if sch["$ref"] != "/contracts/schemas/"+want+schema.Suffix {
-			t.Errorf("%s: %s %s schema %v, want %s", where, status, mt, sch["$ref"], want)
-		}
-	}
-}
-
-func ctHeaders(op ctOperation, status string) map[string]any {
-	h, _ := op.Responses[status]["headers"].(map[string]any)
-	return h
-}
-
-// ctCodeMention is "<status> <code>" in a description.
-var ctCodeMention = regexp.MustCompile("\\b([1-5][0-9][0-9]) `?([a-z][a-z0-9_]*)")
-
-// ctCheckMentions fails when a description names a catalog code under another status than the
+// checkMentions fails when a description names a catalog code under another status than the
 // catalog's ("403 not_found").
-func ctCheckMentions(t *testing.T, where, text string) {
+func checkMentions(t *testing.T, where, text string) {
 	t.Helper()
 	codes := problem.Codes()
-	for _, m := range ctCodeMention.FindAllStringSubmatch(text, -1) {
+	for _, m := range codeMention.FindAllStringSubmatch(text, -1) {
 		def, ok := codes[problem.Code(m[2])]
 		if ok && fmt.Sprint(def.Status) != m[1] {
 			t.Errorf("%s says %q, but %s is %d", where, m[0], m[2], def.Status)
@@ -236,64 +120,64 @@ func ctCheckMentions(t *testing.T, where, text string) {
 	}
 }
 
-// ctAgentWant is what agent.json must say about one of the forum's signed routes.
-type ctAgentWant struct {
+// agentWant is what agent.json must say about one of the forum's signed routes.
+type agentWant struct {
 	id, tool, req, resp string
 	// codes are the problem codes each status's description must name.
 	codes map[string][]string
 }
 
 var (
-	ctSig400   = []string{"malformed_signature_headers", "unsupported_signature_version"}
-	ctSig401   = []string{"stale_timestamp", "unknown_key", "signature_mismatch"}
-	ctState403 = []string{"agent_suspended", "key_revoked", "writes_frozen", "agent_paused"}
-	ctWrite409 = []string{"nonce_replayed", "idempotency_key_conflict", "idempotency_request_in_flight",
+	sig400   = []string{"malformed_signature_headers", "unsupported_signature_version"}
+	sig401   = []string{"stale_timestamp", "unknown_key", "signature_mismatch"}
+	state403 = []string{"agent_suspended", "key_revoked", "writes_frozen", "agent_paused"}
+	write409 = []string{"nonce_replayed", "idempotency_key_conflict", "idempotency_request_in_flight",
 		"pricing_version_not_accepted", "price_exceeds_cap", "insufficient_credits"}
-	ctWrite503 = []string{"channel_closed", "writes_unavailable", "not_ready"}
+	write503 = []string{"channel_closed", "writes_unavailable", "not_ready"}
 )
 
-func ctWrite(id, tool, req, resp string, c400, c403, c404, c409, c422 []string) ctAgentWant {
-	return ctAgentWant{id: id, tool: tool, req: req, resp: resp, codes: map[string][]string{
-		"400":     append(slices.Clone(ctSig400), c400...),
-		"401":     ctSig401,
-		"403":     append(slices.Clone(ctState403), c403...),
+func signedWrite(id, tool, req, resp string, c400, c403, c404, c409, c422 []string) agentWant {
+	return agentWant{id: id, tool: tool, req: req, resp: resp, codes: map[string][]string{
+		"400":     append(slices.Clone(sig400), c400...),
+		"401":     sig401,
+		"403":     append(slices.Clone(state403), c403...),
 		"404":     c404,
 		"406":     {"not_acceptable"},
-		"409":     append(slices.Clone(ctWrite409), c409...),
+		"409":     append(slices.Clone(write409), c409...),
 		"413":     {"body_too_large"},
 		"415":     {"unsupported_media_type"},
 		"422":     append([]string{"validation_failed"}, c422...),
 		"429":     {"rate_limited", "Retry-After"},
-		"503":     ctWrite503,
+		"503":     write503,
 		"default": nil,
 	}}
 }
 
-// ctAgentRoutes are the forum's signed routes, by path relative to plugin.AgentPrefix.
-var ctAgentRoutes = map[string]ctAgentWant{
-	forum.ThreadsPath: ctWrite("createThread", "create_thread", "create-thread-request", "created-thread-response",
+// agentRoutes are the forum's signed routes, by path relative to plugin.AgentPrefix.
+var agentRoutes = map[string]agentWant{
+	forum.ThreadsPath: signedWrite("createThread", "create_thread", "create-thread-request", "created-thread-response",
 		[]string{"content_policy_violation"}, []string{"category_not_open"}, []string{"not_found", "/category_id", "/references/"},
 		[]string{"duplicate_reference"}, []string{"/attachments", "unique", "servings", "safe_public_https_url"}),
-	forum.RepliesPath: ctWrite("createReply", "create_reply", "create-reply-request", "created-reply-response",
+	forum.RepliesPath: signedWrite("createReply", "create_reply", "create-reply-request", "created-reply-response",
 		[]string{"content_policy_violation"}, []string{"content_tombstoned", "category_not_open"},
 		[]string{"not_found", "/thread_id", "/parent_reply_id", "/references/"}, []string{"duplicate_reference"},
 		[]string{"/attachments", "/parent_reply_id"}),
-	forum.VotesPath: ctWrite("castVote", "vote", "cast-vote-request", "vote-response",
+	forum.VotesPath: signedWrite("castVote", "vote", "cast-vote-request", "vote-response",
 		[]string{"bad_request"}, []string{"content_tombstoned"}, []string{"not_found"}, nil, nil),
-	forum.ClearPath: ctWrite("clearVote", "clear_vote", "clear-vote-request", "vote-response",
+	forum.ClearPath: signedWrite("clearVote", "clear_vote", "clear-vote-request", "vote-response",
 		[]string{"bad_request"}, []string{"content_tombstoned"}, []string{"not_found"}, nil, nil),
-	forum.TombstonePath: ctWrite("tombstone", "tombstone", "tombstone-request", "tombstone-response",
+	forum.TombstonePath: signedWrite("tombstone", "tombstone", "tombstone-request", "tombstone-response",
 		[]string{"bad_request"}, []string{"content_tombstoned", "not_author"}, []string{"not_found"}, nil, nil),
-	forum.ThreadAttachmentsPath: ctWrite("manageThreadAttachments", "manage_thread_attachments", "manage-thread-attachments-request",
+	forum.ThreadAttachmentsPath: signedWrite("manageThreadAttachments", "manage_thread_attachments", "manage-thread-attachments-request",
 		"managed-attachments-response", []string{"content_policy_violation"}, []string{"content_tombstoned", "category_not_open", "not_author"},
 		[]string{"not_found", "asset_not_found"}, []string{"asset_not_ready"}, []string{"cover"}),
-	forum.ReplyAttachmentsPath: ctWrite("manageReplyAttachments", "manage_reply_attachments", "manage-reply-attachments-request",
+	forum.ReplyAttachmentsPath: signedWrite("manageReplyAttachments", "manage_reply_attachments", "manage-reply-attachments-request",
 		"managed-attachments-response", []string{"content_policy_violation"}, []string{"content_tombstoned", "category_not_open", "not_author"},
 		[]string{"not_found", "asset_not_found"}, []string{"asset_not_ready"}, nil),
 	// Checked only while the forum mounts it.
 	"/activity/catch-up": {id: "catchUp", tool: "catch_up", req: "catch-up-request", resp: "catch-up-response", codes: map[string][]string{
-		"400":     append(slices.Clone(ctSig400), "bad_request", "invalid_cursor"),
-		"401":     ctSig401,
+		"400":     append(slices.Clone(sig400), "bad_request", "invalid_cursor"),
+		"401":     sig401,
 		"403":     {"agent_suspended", "key_revoked"},
 		"406":     {"not_acceptable"},
 		"409":     {"nonce_replayed"},
@@ -309,8 +193,7 @@ var ctAgentRoutes = map[string]ctAgentWant{
 // headers, its schemas, and the statuses and codes its handlers answer; a route never answered 429 does
 // not declare it.
 func TestContractForumOpenAPIAgentRoutes(t *testing.T) {
-	var doc ctDoc
-	ctReadJSON(t, "openapi/agent.json", &doc)
+	doc := testkit.LoadOpenAPI(t, "openapi/agent.json")
 	routes := forum.NewWrites(nil, nil, nil, nil, nil, nil).Routes()
 	if routes.Module != forum.ID || routes.Plane != plugin.Agent {
 		t.Fatalf("routes of module %q on plane %q", routes.Module, routes.Plane)
@@ -319,7 +202,7 @@ func TestContractForumOpenAPIAgentRoutes(t *testing.T) {
 	mounted := map[string]plugin.AgentRoute{}
 	for _, r := range routes.Agent {
 		mounted[r.Path] = r
-		path := plugin.AgentPrefix + ctAgentPath(r.Path)
+		path := plugin.AgentPrefix + testkit.OpenAPIPath(r.Path)
 		item, ok := doc.Paths[path]
 		if !ok {
 			t.Errorf("agent.json has no %s, which the forum mounts", path)
@@ -329,32 +212,18 @@ func TestContractForumOpenAPIAgentRoutes(t *testing.T) {
 		if got := slices.Collect(maps.Keys(item)); !slices.Equal(got, []string{method}) {
 			t.Errorf("%s has methods %v, want %s only", path, got, method)
 		}
-		want, ok := ctAgentRoutes[r.Path]
+		want, ok := agentRoutes[r.Path]
 		if !ok {
 			t.Errorf("the forum mounts %s %s, which this test does not know", r.Method, path)
 			continue
 		}
 		op := item[method]
-		if op.OperationID != want.id {
-			t.Errorf("%s: operationId %q, want %q", path, op.OperationID, want.id)
-		}
-		switch {
-		case want.tool == "" && op.Tool != nil:
-			t.Errorf("%s: x-svc-tool %q, want none", path, *op.Tool)
-		case want.tool != "" && (op.Tool == nil || *op.Tool != want.tool):
-			t.Errorf("%s: x-svc-tool %s, want %q", path, ctTool(op.Tool), want.tool)
-		}
-		if got := ctParamRefs(op); !slices.Equal(got, sig) {
-			t.Errorf("%s: parameters %v, want %v", path, got, sig)
-		}
-		if ref := op.RequestBody.Content["application/json"].Schema.Ref; ref != "/contracts/schemas/"+want.req+schema.Suffix {
-			t.Errorf("%s: request schema %q, want %s", path, ref, want.req)
-		}
+		testkit.CheckOperation(t, path, op, testkit.OperationWant{ID: want.id, Tool: want.tool, Params: sig, Request: want.req})
 		if _, ok := op.Responses["201"]; ok {
 			t.Errorf("%s declares 201: forum writes answer 200", path)
 		}
-		ctResponseSchema(t, path, op, "200", want.resp)
-		if _, ok := ctHeaders(op, "200")["Idempotent-Replayed"]; ok != r.Write {
+		testkit.CheckAnswerSchema(t, path, op, "200", want.resp)
+		if _, ok := op.Headers("200")["Idempotent-Replayed"]; ok != r.Write {
 			t.Errorf("%s: 200 declares Idempotent-Replayed %v, want %v (write %v)", path, ok, r.Write, r.Write)
 		}
 		statuses := slices.Sorted(maps.Keys(want.codes))
@@ -382,9 +251,9 @@ func TestContractForumOpenAPIAgentRoutes(t *testing.T) {
 					t.Errorf("%s: the %s response does not name %s", path, status, code)
 				}
 			}
-			ctCheckMentions(t, path+" "+status, desc)
+			checkMentions(t, path+" "+status, desc)
 		}
-		ctCheckMentions(t, path, op.Description)
+		checkMentions(t, path, op.Description)
 	}
 	for _, path := range []string{forum.ThreadsPath, forum.RepliesPath, forum.VotesPath, forum.ClearPath, forum.TombstonePath} {
 		r, ok := mounted[path]
@@ -400,32 +269,21 @@ func TestContractForumOpenAPIAgentRoutes(t *testing.T) {
 
 // agent.json lists the forum's problem codes with the catalog's status and title.
 func TestContractForumProblemCodes(t *testing.T) {
-	var doc ctDoc
-	ctReadJSON(t, "openapi/agent.json", &doc)
-	codes := problem.Codes()
-	for _, code := range []problem.Code{problem.ContentPolicyViolation, problem.CategoryNotOpen, problem.NotAuthor,
+	doc := testkit.LoadOpenAPI(t, "openapi/agent.json")
+	testkit.CheckProblemCodes(t, doc, problem.ContentPolicyViolation, problem.CategoryNotOpen, problem.NotAuthor,
 		problem.ContentTombstoned, problem.DuplicateReference, problem.NotFound, problem.InvalidCursor, problem.BadRequest,
-		problem.ValidationFailed, problem.ThreadLocked} {
-		got, ok := doc.ProblemCodes[string(code)]
-		if !ok {
-			t.Errorf("x-svc-problem-codes does not list %s", code)
-			continue
-		}
-		if def := codes[code]; got.Status != def.Status || got.Title != def.Title {
-			t.Errorf("x-svc-problem-codes %s = %d %q, contracts/problem says %d %q", code, got.Status, got.Title, def.Status, def.Title)
-		}
-	}
+		problem.ValidationFailed, problem.ThreadLocked)
 }
 
-// ctReadWant is what openapi.json must say about one read-plane path.
-type ctReadWant struct {
+// readWant is what openapi.json must say about one read-plane path.
+type readWant struct {
 	id, tool, resp string
 	params         []string
 	problems       []string
 }
 
-// ctReadPaths are the read plane of WIRE.md section 7, as openapi.json names them.
-var ctReadPaths = map[string]ctReadWant{
+// readPaths are the read plane of WIRE.md section 7, as openapi.json names them.
+var readPaths = map[string]readWant{
 	"/api/v1/categories":                  {"listCategories", "list_categories", "category-list", []string{"IfNoneMatch"}, []string{"406", "429", "503", "default"}},
 	"/api/v1/categories/{slug}":           {"getCategory", "get_category", "category", []string{"Slug", "IfNoneMatch"}, []string{"404", "406", "429", "503", "default"}},
 	"/api/v1/categories/{slug}/threads":   {"listCategoryThreads", "list_category_threads", "thread-list", []string{"Slug", "Sort", "Limit", "Cursor", "IfNoneMatch"}, []string{"400", "404", "406", "429", "503", "default"}},
@@ -435,8 +293,8 @@ var ctReadPaths = map[string]ctReadWant{
 	"/api/v1/search":                      {"search", "search", "search-result", []string{"Query", "Limit", "Cursor", "IfNoneMatch"}, []string{"400", "406", "429", "503", "default"}},
 }
 
-// ctOpenAPIPath turns a gin route of the read plane into its OpenAPI path.
-func ctOpenAPIPath(route string) string {
+// readPlanePath turns a gin route of the read plane into its OpenAPI path.
+func readPlanePath(route string) string {
 	route = strings.ReplaceAll(route, ":slug", "{slug}")
 	switch {
 	case strings.HasPrefix(route, forum.ThreadPath+"/:id"):
@@ -451,8 +309,7 @@ func ctOpenAPIPath(route string) string {
 // tool, ETag and Cache-Control on 200 and 304, If-None-Match, paging, 400 and 404 where they apply, and
 // every post marked untrusted.
 func TestContractForumOpenAPIReadPlane(t *testing.T) {
-	var doc ctDoc
-	ctReadJSON(t, "openapi.json", &doc)
+	doc := testkit.LoadOpenAPI(t, "openapi.json")
 	routes := forum.NewReads(plugin.ReadDB{}, nil, nil).Routes()
 	if routes.Module != forum.ID || routes.Plane != plugin.Public || routes.Mount == nil {
 		t.Fatalf("read routes of module %q on plane %q", routes.Module, routes.Plane)
@@ -460,12 +317,12 @@ func TestContractForumOpenAPIReadPlane(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	engine := gin.New()
 	routes.Mount(engine)
-	paths := slices.Collect(maps.Keys(ctReadPaths))
+	paths := slices.Collect(maps.Keys(readPaths))
 	for _, r := range engine.Routes() {
 		if r.Method != http.MethodGet || !strings.HasPrefix(r.Path, "/api/v1/") {
 			continue
 		}
-		if p := ctOpenAPIPath(r.Path); !slices.Contains(paths, p) {
+		if p := readPlanePath(r.Path); !slices.Contains(paths, p) {
 			paths = append(paths, p)
 		}
 	}
@@ -480,24 +337,16 @@ func TestContractForumOpenAPIReadPlane(t *testing.T) {
 			t.Errorf("openapi.json has no GET %s", path)
 			continue
 		}
-		want, ok := ctReadPaths[path]
+		want, ok := readPaths[path]
 		if !ok {
 			t.Errorf("the read plane mounts GET %s, which this test does not know", path)
 			continue
 		}
-		if op.OperationID != want.id {
-			t.Errorf("%s: operationId %q, want %q", path, op.OperationID, want.id)
-		}
-		if op.Tool == nil || *op.Tool != want.tool {
-			t.Errorf("%s: x-svc-tool %s, want %q", path, ctTool(op.Tool), want.tool)
-		}
-		if got := ctParamRefs(op); !slices.Equal(got, want.params) {
-			t.Errorf("%s: parameters %v, want %v", path, got, want.params)
-		}
-		ctResponseSchema(t, path, op, "200", want.resp)
+		testkit.CheckOperation(t, path, op, testkit.OperationWant{ID: want.id, Tool: want.tool, Params: want.params})
+		testkit.CheckAnswerSchema(t, path, op, "200", want.resp)
 		for _, status := range []string{"200", "304"} {
 			for _, h := range []string{"ETag", "Cache-Control"} {
-				if _, ok := ctHeaders(op, status)[h]; !ok {
+				if _, ok := op.Headers(status)[h]; !ok {
 					t.Errorf("%s %s: no %s header", path, status, h)
 				}
 			}
@@ -529,7 +378,7 @@ func TestContractForumOpenAPIReadPlane(t *testing.T) {
 					t.Errorf("%s: the 503 response does not name not_ready", path)
 				}
 			}
-			ctCheckMentions(t, path+" "+status, desc)
+			checkMentions(t, path+" "+status, desc)
 		}
 		for status := range op.Responses {
 			if !slices.Contains(want.problems, status) && status != "200" && status != "304" {
@@ -542,43 +391,27 @@ func TestContractForumOpenAPIReadPlane(t *testing.T) {
 	}
 }
 
-// ctSkillBlock returns the JSON code block of the guide's text that starts with prefix; exactly one must.
-func ctSkillBlock(t *testing.T, skill, prefix string) []byte {
-	t.Helper()
-	var found []string
-	for _, block := range strings.Split(skill, "```json\n")[1:] {
-		body, _, ok := strings.Cut(block, "\n```")
-		if ok && strings.HasPrefix(body, prefix) {
-			found = append(found, body)
-		}
-	}
-	if len(found) != 1 {
-		t.Fatalf("the forum's chapters have %d JSON blocks starting with %s, want 1", len(found), prefix)
-	}
-	return []byte(found[0])
-}
-
 // The agent guide's forum chapters (skill/forum.md and skill/recipes.md) show payloads the schemas
 // accept and name the forum's paths, tools and codes; every status the guide gives a code is its status.
 func TestContractForumSkillChapters(t *testing.T) {
-	skill := string(ctRead(t, contracts.SkillChapterFile("forum"))) + string(ctRead(t, contracts.SkillChapterFile("recipes")))
+	skill := string(testkit.ReadContract(t, contracts.SkillChapterFile("forum"))) + string(testkit.ReadContract(t, contracts.SkillChapterFile("recipes")))
 	set := schema.Published()
 	for prefix, name := range map[string]string{
 		`{"id": "0196f3a0`: "thread",
 		`{"id": "0196f3b1`: "reply",
 		`{"category_id": `: "create-thread-request",
-		`{"thread_id": "` + ctThreadID + `", "category_id"`:     "created-thread-response",
-		`{"thread_id": "` + ctThreadID + `", "parent_reply_id"`: "create-reply-request",
-		`{"thread_id": "` + ctThreadID + `", "value"`:           "cast-vote-request",
-		`{"target_kind": "thread"`:                              "vote-response",
-		`{"reply_id": `:                                         "tombstone-request",
-		`{"target_kind": "reply"`:                               "tombstone-response",
-		`{"type": "urn:svc:problem:content_policy_violation"`:   "problem",
-		`{"description": `:                                      "recipe-input",
-		`{"since": "2026-11-01T00:00:00Z", "limit"`:             "catch-up-request",
-		`{"since": "2026-11-01T00:00:00Z",` + "\n":              "catch-up-response",
+		`{"thread_id": "` + threadID + `", "category_id"`:     "created-thread-response",
+		`{"thread_id": "` + threadID + `", "parent_reply_id"`: "create-reply-request",
+		`{"thread_id": "` + threadID + `", "value"`:           "cast-vote-request",
+		`{"target_kind": "thread"`:                            "vote-response",
+		`{"reply_id": `:                                       "tombstone-request",
+		`{"target_kind": "reply"`:                             "tombstone-response",
+		`{"type": "urn:svc:problem:content_policy_violation"`: "problem",
+		`{"description": `:                                    "recipe-input",
+		`{"since": "2026-11-01T00:00:00Z", "limit"`:           "catch-up-request",
+		`{"since": "2026-11-01T00:00:00Z",` + "\n":            "catch-up-response",
 	} {
-		raw := ctSkillBlock(t, skill, prefix)
+		raw := testkit.JSONBlock(t, "the forum's chapters", skill, prefix)
 		if err := set.Validate(name, raw); err != nil {
 			t.Errorf("the forum chapters' %s example is refused: %v\n%s", name, err, raw)
 		}
@@ -586,7 +419,7 @@ func TestContractForumSkillChapters(t *testing.T) {
 
 	// The thread example passes the content policy, and the recipe's source is stored as shown.
 	var thread forum.CreateThreadRequest
-	if err := json.Unmarshal(ctSkillBlock(t, skill, `{"category_id": `), &thread); err != nil {
+	if err := json.Unmarshal(testkit.JSONBlock(t, "the forum's chapters", skill, `{"category_id": `), &thread); err != nil {
 		t.Fatal(err)
 	}
 	if reason, ok := textpolicy.Check(thread.Title, false); !ok {
@@ -596,7 +429,7 @@ func TestContractForumSkillChapters(t *testing.T) {
 		t.Errorf("the forum chapters' thread body %s", reason)
 	}
 	var recipe forum.Recipe
-	if err := json.Unmarshal(ctSkillBlock(t, skill, `{"description": `), &recipe); err != nil {
+	if err := json.Unmarshal(testkit.JSONBlock(t, "the forum's chapters", skill, `{"description": `), &recipe); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range recipe.Sources {
@@ -628,24 +461,20 @@ func TestContractForumSkillChapters(t *testing.T) {
 		problem.ContentTombstoned, problem.DuplicateReference, problem.NotFound, problem.InvalidCursor, problem.BadRequest} {
 		names = append(names, "`"+string(code)+"`")
 	}
-	for _, s := range names {
-		if !strings.Contains(skill, s) {
-			t.Errorf("the forum's chapters do not name %s", s)
-		}
-	}
+	testkit.CheckNames(t, "the forum's chapters", skill, names...)
 	files := []string{contracts.SkillFile}
 	for _, c := range contracts.SkillChapters() {
 		files = append(files, contracts.SkillChapterFile(c))
 	}
 	for _, f := range files {
-		ctCheckMentions(t, f, string(ctRead(t, f)))
+		checkMentions(t, f, string(testkit.ReadContract(t, f)))
 	}
 }
 
-// ctAttachment is an image as the read plane shows it.
-func ctAttachment(cover bool) forum.Attachment {
+// exampleAttachment is an image as the read plane shows it.
+func exampleAttachment(cover bool) forum.Attachment {
 	caption := "Day two"
-	return forum.Attachment{AssetID: ctReplyID, AltText: "A bowl of soup", Caption: &caption, IsCover: cover, ContentType: "image/jpeg",
-		Width: 1200, Height: 2400, Display: forum.ImageURL{URL: "https://svc.example/media/" + ctReplyID + "/display", Width: 800, Height: 1600},
-		Thumb: forum.ImageURL{URL: "https://svc.example/media/" + ctReplyID + "/thumb", Width: 200, Height: 400}}
+	return forum.Attachment{AssetID: replyID, AltText: "A bowl of soup", Caption: &caption, IsCover: cover, ContentType: "image/jpeg",
+		Width: 1200, Height: 2400, Display: forum.ImageURL{URL: "https://svc.example/media/" + replyID + "/display", Width: 800, Height: 1600},
+		Thumb: forum.ImageURL{URL: "https://svc.example/media/" + replyID + "/thumb", Width: 200, Height: 400}}
 }

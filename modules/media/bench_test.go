@@ -31,7 +31,7 @@ func BenchmarkUpload(b *testing.B) {
 	ct, body := form(b, file, billing...)
 	for _, impl := range []string{"baseline", "svc"} {
 		b.Run("impl="+impl, func(b *testing.B) {
-			w := mtNewWorld(b, database.SQLite)
+			w := newWorld(b, database.SQLite)
 			engine := w.engine
 			if impl == "baseline" {
 				engine = testkit.Engine(b)
@@ -45,7 +45,7 @@ func BenchmarkUpload(b *testing.B) {
 				req := httptest.NewRequest(http.MethodPost, plugin.AgentPrefix+media.UploadsPath, bytes.NewReader(body))
 				req.Header.Set("Content-Type", ct)
 				req.Header.Set("Idempotency-Key", fmt.Sprint("bench-", i))
-				if r := testkit.Serve(engine, testkit.As(req, mtAlice)); r.Status != http.StatusAccepted {
+				if r := testkit.Serve(engine, testkit.As(req, alice)); r.Status != http.StatusAccepted {
 					b.Fatalf("%s: %d %s", impl, r.Status, testkit.Short(r.Body))
 				}
 			}

@@ -35,38 +35,38 @@ func TestMain(m *testing.M) {
 
 // The agents of the tests.
 var (
-	mtAlice = port.Principal{AgentID: "0190a000-0000-7000-8000-00000000a11c", OrgID: "0190a000-0000-7000-8000-0000000000a1", Handle: "alice"}
-	mtBob   = port.Principal{AgentID: "0190a000-0000-7000-8000-000000000b0b", OrgID: "0190a000-0000-7000-8000-0000000000b1", Handle: "bob"}
+	alice = port.Principal{AgentID: "0190a000-0000-7000-8000-00000000a11c", OrgID: "0190a000-0000-7000-8000-0000000000a1", Handle: "alice"}
+	bob   = port.Principal{AgentID: "0190a000-0000-7000-8000-000000000b0b", OrgID: "0190a000-0000-7000-8000-0000000000b1", Handle: "bob"}
 )
 
-const mtBase = "https://svc.test"
+const baseURL = "https://svc.test"
 
-// mtShown is a settable port.Attachments: the assets that visible content shows.
-type mtShown struct {
+// shown is a settable port.Attachments: the assets that visible content shows.
+type shown struct {
 	mu sync.Mutex
 	m  map[string]bool
 }
 
-func (s *mtShown) Visible(_ context.Context, id string) (bool, error) {
+func (s *shown) Visible(_ context.Context, id string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.m[id], nil
 }
 
-func (s *mtShown) set(id string, v bool) { s.mu.Lock(); s.m[id] = v; s.mu.Unlock() }
+func (s *shown) set(id string, v bool) { s.mu.Lock(); s.m[id] = v; s.mu.Unlock() }
 
-// mtWorld is one test's database, storage and the module's components.
-type mtWorld struct {
+// world is one test's database, storage and the module's components.
+type world struct {
 	db        *gorm.DB
 	dir       string
 	storage   media.Storage
 	meter     *testkit.Meter
 	processor *media.Processor
-	shown     *mtShown
+	shown     *shown
 	engine    *gin.Engine
 }
 
-func mtNewWorld(t testing.TB, dialect string) *mtWorld {
+func newWorld(t testing.TB, dialect string) *world {
 	t.Helper()
 	db := dbtest.Open(t, dialect, media.Migrations())
 	if err := db.AutoMigrate(&testkit.ChargeRow{}, &testkit.RefundRow{}, &testkit.JobRow{}); err != nil {
@@ -74,11 +74,11 @@ func mtNewWorld(t testing.TB, dialect string) *mtWorld {
 	}
 	cfg := media.DefaultConfig()
 	cfg.Dir = t.TempDir()
-	w := &mtWorld{db: db, dir: cfg.Dir, storage: media.NewDir(cfg.Dir), meter: testkit.NewMeter(3), shown: &mtShown{m: map[string]bool{}}}
+	w := &world{db: db, dir: cfg.Dir, storage: media.NewDir(cfg.Dir), meter: testkit.NewMeter(3), shown: &shown{m: map[string]bool{}}}
 	clock := testkit.NewClock(testkit.T0)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	uploads := media.NewUploads(cfg, db, clock, w.meter, testkit.Jobs{}, w.storage, schema.Published(),
-		&plugin.Deployment{BaseURL: mtBase}, log)
+		&plugin.Deployment{BaseURL: baseURL}, log)
 	w.processor = media.NewProcessor(db, w.storage, clock, w.meter, log)
 	images := media.NewImages(media.ImagesParams{DB: plugin.ReadDB{DB: db}, Storage: w.storage, Attachments: w.shown})
 	w.engine = testkit.Engine(t)
@@ -110,7 +110,7 @@ func form(t testing.TB, file []byte, fields ...string) (string, []byte) {
 var billing = []string{"pricing_version", "2026-01", "max_credit_cost", "10"}
 
 // upload sends a multipart upload as p.
-func (w *mtWorld) upload(t testing.TB, p port.Principal, contentType string, body []byte) testkit.Result {
+func (w *world) upload(t testing.TB, p port.Principal, contentType string, body []byte) testkit.Result {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, plugin.AgentPrefix+media.UploadsPath, bytes.NewReader(body))
 	req.Header.Set("Content-Type", contentType)
@@ -119,14 +119,14 @@ func (w *mtWorld) upload(t testing.TB, p port.Principal, contentType string, bod
 }
 
 // status reads an upload's status as p.
-func (w *mtWorld) status(t testing.TB, p port.Principal, id string) testkit.Result {
+func (w *world) status(t testing.TB, p port.Principal, id string) testkit.Result {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, plugin.AgentPrefix+media.UploadsPath+"/"+id, nil)
 	return testkit.Serve(w.engine, testkit.As(req, p))
 }
 
 // get fetches a public path.
-func (w *mtWorld) get(method, path string, header ...string) testkit.Result {
+func (w *world) get(method, path string, header ...string) testkit.Result {
 	req := httptest.NewRequest(method, path, nil)
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
@@ -135,7 +135,7 @@ func (w *mtWorld) get(method, path string, header ...string) testkit.Result {
 }
 
 // process runs the worker on every recorded job as attempt, and returns what each returned.
-func (w *mtWorld) process(t testing.TB, attempt int) []error {
+func (w *world) process(t testing.TB, attempt int) []error {
 	t.Helper()
 	var rows []testkit.JobRow
 	if err := w.db.Order("id").Find(&rows).Error; err != nil {
@@ -153,11 +153,4 @@ func (w *mtWorld) process(t testing.TB, attempt int) []error {
 }
 
 // count counts the rows of a table.
-func (w *mtWorld) count(t testing.TB, table string) int64 {
-	t.Helper()
-	var n int64
-	if err := w.db.Table(table).Count(&n).Error; err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
+func (w *world) count(t testing.TB, table string) int64 { return testkit.CountRows(t, w.db, table, "") }

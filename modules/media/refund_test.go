@@ -21,7 +21,7 @@ import (
 
 // refunds returns the refunds committed so far (the meter writes them on the failing transaction), by
 // upload.
-func (w *mtWorld) refunds(t testing.TB) map[string]testkit.RefundRow {
+func (w *world) refunds(t testing.TB) map[string]testkit.RefundRow {
 	t.Helper()
 	var rows []testkit.RefundRow
 	if err := w.db.Find(&rows).Error; err != nil {
@@ -38,10 +38,10 @@ func (w *mtWorld) refunds(t testing.TB) map[string]testkit.RefundRow {
 }
 
 // uploadFor uploads file as alice and returns the asset's id; name says which upload failed.
-func (w *mtWorld) uploadFor(t testing.TB, name string, file []byte) string {
+func (w *world) uploadFor(t testing.TB, name string, file []byte) string {
 	t.Helper()
 	ct, body := form(t, file, billing...)
-	r := w.upload(t, mtAlice, ct, body)
+	r := w.upload(t, alice, ct, body)
 	if r.Status != http.StatusAccepted {
 		t.Fatalf("%s: %d %s", name, r.Status, r.Body)
 	}
@@ -55,7 +55,7 @@ func (w *mtWorld) uploadFor(t testing.TB, name string, file []byte) string {
 func TestFailedUploadsAreRefundedOnce(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		t.Parallel()
-		w := mtNewWorld(t, dialect)
+		w := newWorld(t, dialect)
 		ids := map[string]string{}
 		for _, name := range []string{"truncated", "lost", "panics"} {
 			file := testkit.Truncated(t)
@@ -120,7 +120,7 @@ func TestFailedUploadsAreRefundedOnce(t *testing.T) {
 func TestRefundFailsWithItsUpload(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		t.Parallel()
-		w := mtNewWorld(t, dialect)
+		w := newWorld(t, dialect)
 		id := w.uploadFor(t, "lost", testkit.JPEG(t, 16, 16))
 		if err := os.Remove(filepath.Join(w.dir, "originals", id)); err != nil {
 			t.Fatal(err)
@@ -130,7 +130,7 @@ func TestRefundFailsWithItsUpload(t *testing.T) {
 		if len(errs) != 1 || errs[0] == nil || errors.As(errs[0], new(*river.JobCancelError)) {
 			t.Fatalf("the job whose refund failed: %v, want an error the runner retries", errs)
 		}
-		if st := w.status(t, mtAlice, id).JSON(t)["status"]; st != port.AssetProcessing {
+		if st := w.status(t, alice, id).JSON(t)["status"]; st != port.AssetProcessing {
 			t.Fatalf("the upload whose refund failed is %v, want still processing", st)
 		}
 		if got := w.refunds(t); len(got) != 0 {
@@ -140,7 +140,7 @@ func TestRefundFailsWithItsUpload(t *testing.T) {
 		if errs := w.process(t, 2); len(errs) != 1 || !errors.As(errs[0], new(*river.JobCancelError)) {
 			t.Fatalf("the next attempt: %v, want the upload failed and the job cancelled", errs)
 		}
-		if st := w.status(t, mtAlice, id).JSON(t); st["status"] != port.AssetFailed || st["failure_code"] != media.FailureStorage {
+		if st := w.status(t, alice, id).JSON(t); st["status"] != port.AssetFailed || st["failure_code"] != media.FailureStorage {
 			t.Fatalf("after the next attempt: %v", st)
 		}
 		if got := w.refunds(t); len(got) != 1 || got[id].Reason != media.FailureStorage {

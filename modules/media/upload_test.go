@@ -37,9 +37,9 @@ import (
 func TestUploadProcessServe(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		t.Parallel()
-		w := mtNewWorld(t, dialect)
+		w := newWorld(t, dialect)
 		ct, body := form(t, testkit.ExifJPEG(t, 2400, 1200, 6), append(billing, "ai_generated", "true")...)
-		r := w.upload(t, mtAlice, ct, body)
+		r := w.upload(t, alice, ct, body)
 		if r.Status != http.StatusAccepted {
 			t.Fatalf("upload: %d %s", r.Status, r.Body)
 		}
@@ -62,14 +62,14 @@ func TestUploadProcessServe(t *testing.T) {
 			t.Fatalf("the original is not kept: %v", err)
 		}
 
-		r = w.status(t, mtAlice, acc.AssetID)
+		r = w.status(t, alice, acc.AssetID)
 		testkit.Valid(t, "media-upload-status", r.Body)
 		if st := r.JSON(t); r.Status != 200 || st["status"] != "processing" || st["variants"] != nil {
 			t.Fatalf("status while processing: %d %s", r.Status, r.Body)
 		}
-		testkit.Expect(t, w.status(t, mtBob, acc.AssetID), http.StatusNotFound, string(problem.UploadNotFound))
-		testkit.Expect(t, w.status(t, mtAlice, "0190a000-0000-7000-8000-000000000000"), http.StatusNotFound, string(problem.UploadNotFound))
-		testkit.Expect(t, w.status(t, mtAlice, "not-a-uuid"), http.StatusNotFound, string(problem.UploadNotFound))
+		testkit.Expect(t, w.status(t, bob, acc.AssetID), http.StatusNotFound, string(problem.UploadNotFound))
+		testkit.Expect(t, w.status(t, alice, "0190a000-0000-7000-8000-000000000000"), http.StatusNotFound, string(problem.UploadNotFound))
+		testkit.Expect(t, w.status(t, alice, "not-a-uuid"), http.StatusNotFound, string(problem.UploadNotFound))
 		display := "/media/" + acc.AssetID + "/display"
 		testkit.Expect(t, w.get(http.MethodGet, display), http.StatusNotFound, string(problem.AssetNotFound))
 
@@ -81,12 +81,12 @@ func TestUploadProcessServe(t *testing.T) {
 		if _, err := os.Stat(original); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("the original outlives processing: %v", err)
 		}
-		r = w.status(t, mtAlice, acc.AssetID)
+		r = w.status(t, alice, acc.AssetID)
 		testkit.Valid(t, "media-upload-status", r.Body)
 		var st media.Status
 		r.Decode(t, &st)
 		if st.Status != port.AssetReady || st.Width == nil || *st.Width != 1200 || *st.Height != 2400 || !st.AIGenerated || st.Variants == nil ||
-			st.Variants.Display.URL != mtBase+display || st.Variants.Display.Width != 800 || st.Variants.Thumb.Height != 400 {
+			st.Variants.Display.URL != baseURL+display || st.Variants.Display.Width != 800 || st.Variants.Thumb.Height != 400 {
 			t.Fatalf("status when ready: %s", r.Body)
 		}
 		// Ready, but no visible content shows it yet.
@@ -143,7 +143,7 @@ func TestUploadProcessServe(t *testing.T) {
 // no charge, no job, no stored byte (scenarios 27-31).
 func TestUploadRefusals(t *testing.T) {
 	t.Parallel()
-	w := mtNewWorld(t, database.SQLite)
+	w := newWorld(t, database.SQLite)
 	exact := testkit.JPEGOfSize(t, media.MaxFile)
 	cases := []struct {
 		name   string
@@ -206,7 +206,7 @@ func TestUploadRefusals(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := w.upload(t, mtAlice, tc.ct, tc.body)
+			r := w.upload(t, alice, tc.ct, tc.body)
 			testkit.Expect(t, r, tc.status, string(tc.code))
 		})
 	}
@@ -221,7 +221,7 @@ func TestUploadRefusals(t *testing.T) {
 		many = append(many, fmt.Sprint("junk", i), "x")
 	}
 	ct, body := form(t, testkit.JPEG(t, 8, 8), many...)
-	r := w.upload(t, mtAlice, ct, body)
+	r := w.upload(t, alice, ct, body)
 	testkit.Expect(t, r, http.StatusUnprocessableEntity, string(problem.ValidationFailed))
 	if n := len(r.JSON(t)["errors"].([]any)); n > 16 {
 		t.Fatalf("the answer lists %d part errors, want at most 16", n)
@@ -229,7 +229,7 @@ func TestUploadRefusals(t *testing.T) {
 
 	// Exactly the largest file is accepted.
 	ct, body = form(t, exact, billing...)
-	if r := w.upload(t, mtAlice, ct, body); r.Status != http.StatusAccepted {
+	if r := w.upload(t, alice, ct, body); r.Status != http.StatusAccepted {
 		t.Fatalf("a file of exactly %d bytes: %d %s", media.MaxFile, r.Status, r.Body)
 	}
 }
@@ -245,26 +245,26 @@ func (panicJobs) InsertIn(*write.Plan, river.JobArgs, *river.InsertOpts) error {
 
 // uploadWith sends one upload (an 8x8 JPEG, key key) to w's database and storage through an upload
 // endpoint whose jobs are jobs.
-func uploadWith(t *testing.T, w *mtWorld, jobs port.Jobs, key string) testkit.Result {
+func uploadWith(t *testing.T, w *world, jobs port.Jobs, key string) testkit.Result {
 	t.Helper()
 	cfg := media.DefaultConfig()
 	cfg.Dir = w.dir
 	uploads := media.NewUploads(cfg, w.db, testkit.NewClock(testkit.T0), w.meter, jobs, w.storage, schema.Published(),
-		&plugin.Deployment{BaseURL: mtBase}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		&plugin.Deployment{BaseURL: baseURL}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	e := testkit.Engine(t)
 	testkit.MountAgent(t, e, "edge", []gin.HandlerFunc{testkit.StandInGuard}, uploads.Routes().Agent)
 	ct, body := form(t, testkit.JPEG(t, 8, 8), billing...)
 	req := httptest.NewRequest(http.MethodPost, plugin.AgentPrefix+media.UploadsPath, bytes.NewReader(body))
 	req.Header.Set("Content-Type", ct)
 	req.Header.Set("Idempotency-Key", key)
-	return testkit.Serve(e, testkit.As(req, mtAlice))
+	return testkit.Serve(e, testkit.As(req, alice))
 }
 
 // TestUploadThatPanicsKeepsNothing: an upload whose write panics after its original was stored
 // answers 500 and keeps no row, no charge, no job and no file.
 func TestUploadThatPanicsKeepsNothing(t *testing.T) {
 	t.Parallel()
-	w := mtNewWorld(t, database.SQLite)
+	w := newWorld(t, database.SQLite)
 	testkit.Expect(t, uploadWith(t, w, panicJobs{}, "k-panic"), http.StatusInternalServerError, string(problem.Internal))
 	if n := w.count(t, "media_assets") + w.count(t, "testkit_charges") + w.count(t, "testkit_jobs"); n != 0 {
 		t.Fatalf("the upload that panicked left %d rows", n)
@@ -288,7 +288,7 @@ func assertNoFiles(t *testing.T, dir string) {
 // the worker lives on.
 func TestProcessingFailures(t *testing.T) {
 	t.Parallel()
-	w := mtNewWorld(t, database.SQLite)
+	w := newWorld(t, database.SQLite)
 	ids := map[string]string{}
 	for _, name := range []string{"truncated", "lost", "panics"} {
 		file := testkit.Truncated(t)
@@ -296,7 +296,7 @@ func TestProcessingFailures(t *testing.T) {
 			file = testkit.JPEG(t, 16, 16)
 		}
 		ct, body := form(t, file, billing...)
-		req := w.upload(t, mtAlice, ct, body)
+		req := w.upload(t, alice, ct, body)
 		if req.Status != http.StatusAccepted {
 			t.Fatalf("%s: %d %s", name, req.Status, req.Body)
 		}
@@ -324,7 +324,7 @@ func TestProcessingFailures(t *testing.T) {
 	}
 	for name, code := range map[string]string{"truncated": media.FailureUndecodable, "lost": media.FailureStorage, "panics": media.FailureProcessing} {
 		var st media.Status
-		r := w.status(t, mtAlice, ids[name])
+		r := w.status(t, alice, ids[name])
 		testkit.Valid(t, "media-upload-status", r.Body)
 		r.Decode(t, &st)
 		if st.Status != port.AssetFailed || st.FailureCode == nil || *st.FailureCode != code || st.Variants != nil {
@@ -338,9 +338,9 @@ func TestProcessingFailures(t *testing.T) {
 // attempt, which fails the upload storage_unavailable.
 func TestProcessingRetriesStorageFailures(t *testing.T) {
 	t.Parallel()
-	w := mtNewWorld(t, database.SQLite)
+	w := newWorld(t, database.SQLite)
 	ct, body := form(t, testkit.JPEG(t, 16, 16), billing...)
-	id := w.upload(t, mtAlice, ct, body).JSON(t)["asset_id"].(string)
+	id := w.upload(t, alice, ct, body).JSON(t)["asset_id"].(string)
 	var row testkit.JobRow
 	if err := w.db.Take(&row).Error; err != nil {
 		t.Fatal(err)
@@ -353,14 +353,14 @@ func TestProcessingRetriesStorageFailures(t *testing.T) {
 	if err := p.Work(context.Background(), job); err == nil || errors.As(err, new(*river.JobCancelError)) {
 		t.Fatalf("first attempt: %v, want an error the runner retries", err)
 	}
-	if st := w.status(t, mtAlice, id).JSON(t)["status"]; st != port.AssetProcessing {
+	if st := w.status(t, alice, id).JSON(t)["status"]; st != port.AssetProcessing {
 		t.Fatalf("after a failed attempt: %v", st)
 	}
 	job, _ = testkit.Job[media.ProcessArgs](row, row.MaxAttempts)
 	if err := p.Work(context.Background(), job); !errors.As(err, new(*river.JobCancelError)) {
 		t.Fatalf("last attempt: %v, want cancelled", err)
 	}
-	if st := w.status(t, mtAlice, id).JSON(t); st["status"] != port.AssetFailed || st["failure_code"] != media.FailureStorage {
+	if st := w.status(t, alice, id).JSON(t); st["status"] != port.AssetFailed || st["failure_code"] != media.FailureStorage {
 		t.Fatalf("after the last attempt: %v", st)
 	}
 	assertNoFiles(t, w.dir) // neither the original nor the display variant the last attempt stored
@@ -395,15 +395,15 @@ func (s failingStorage) Put(ctx context.Context, key string, data []byte, conten
 func TestSweepFailsStuckUploads(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		t.Parallel()
-		w := mtNewWorld(t, dialect)
+		w := newWorld(t, dialect)
 		ct, body := form(t, testkit.JPEG(t, 16, 16), billing...)
-		stuck := w.upload(t, mtAlice, ct, body).JSON(t)["asset_id"].(string)
+		stuck := w.upload(t, alice, ct, body).JSON(t)["asset_id"].(string)
 		clock := testkit.NewClock(testkit.T0.Add(media.DefaultConfig().StuckAfter + time.Minute))
 		sweeper := media.NewSweeper(media.DefaultConfig(), w.db, w.storage, clock, w.meter, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if n, err := sweeper.Sweep(context.Background()); err != nil || n != 1 {
 			t.Fatalf("swept %d (%v), want the one stuck upload", n, err)
 		}
-		if st := w.status(t, mtAlice, stuck).JSON(t); st["status"] != port.AssetFailed || st["failure_code"] != media.FailureProcessing {
+		if st := w.status(t, alice, stuck).JSON(t); st["status"] != port.AssetFailed || st["failure_code"] != media.FailureProcessing {
 			t.Fatalf("the stuck upload: %v", st)
 		}
 		// Its original is deleted (no job will), and a late run of its job stores nothing.
@@ -418,11 +418,11 @@ func TestSweepFailsStuckUploads(t *testing.T) {
 		req := httptest.NewRequest(http.MethodPost, "/agent-api/v1/media/uploads", bytes.NewReader(body))
 		req.Header.Set("Content-Type", ct)
 		req.Header.Set("Idempotency-Key", "fresh")
-		id := testkit.Serve(w.engine, testkit.As(req, mtAlice)).JSON(t)["asset_id"].(string)
+		id := testkit.Serve(w.engine, testkit.As(req, alice)).JSON(t)["asset_id"].(string)
 		if n, err := fresh.Sweep(context.Background()); err != nil || n != 0 {
 			t.Fatalf("swept %d (%v) fresh uploads", n, err)
 		}
-		if st := w.status(t, mtAlice, id).JSON(t)["status"]; st != port.AssetProcessing {
+		if st := w.status(t, alice, id).JSON(t)["status"]; st != port.AssetProcessing {
 			t.Fatalf("the fresh upload: %v", st)
 		}
 	})
@@ -456,7 +456,7 @@ func (j lostJobs) InsertIn(p *write.Plan, args river.JobArgs, opts *river.Insert
 // commit, and answers an error.
 func TestUploadWhoseCommitFails(t *testing.T) {
 	t.Parallel()
-	files := func(w *mtWorld) int {
+	files := func(w *world) int {
 		n := 0
 		_ = filepath.WalkDir(w.dir, func(_ string, d os.DirEntry, err error) error {
 			if err == nil && !d.IsDir() {
@@ -466,7 +466,7 @@ func TestUploadWhoseCommitFails(t *testing.T) {
 		})
 		return n
 	}
-	w := mtNewWorld(t, database.SQLite)
+	w := newWorld(t, database.SQLite)
 	for _, s := range []string{
 		"CREATE TABLE commit_parents (id TEXT PRIMARY KEY)",
 		"CREATE TABLE commit_children (id TEXT PRIMARY KEY, parent TEXT REFERENCES commit_parents (id) DEFERRABLE INITIALLY DEFERRED)",

@@ -88,17 +88,9 @@ func sha256Hex(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// count counts the rows of table that match where ("" for every row).
 func (w *world) count(t testing.TB, table, where string, args ...any) int64 {
-	t.Helper()
-	var n int64
-	q := w.db.Table(table)
-	if where != "" {
-		q = q.Where(where, args...)
-	}
-	if err := q.Count(&n).Error; err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return testkit.CountRows(t, w.db, table, where, args...)
 }
 
 // cookie returns the svc_owner cookie the answer sets.

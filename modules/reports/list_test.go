@@ -46,7 +46,7 @@ type reportPage struct {
 func TestReportListPages(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		t.Parallel()
-		w := rtNewWorld(t, dialect, reports.DefaultConfig())
+		w := newWorld(t, dialect, reports.DefaultConfig())
 		alice := agent("alice")
 		var made []string
 		for i := range 7 {

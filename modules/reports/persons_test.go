@@ -25,7 +25,7 @@ import (
 func TestPersonReports(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		t.Parallel()
-		w := rtNewWorld(t, dialect, reports.Config{Limit: 2, Window: time.Hour})
+		w := newWorld(t, dialect, reports.Config{Limit: 2, Window: time.Hour})
 		ctx := context.Background()
 		owner := uuid.Must(uuid.NewV7()).String()
 		thread := w.posts.add(reports.KindThread, "Dal\n"+soup, true)

@@ -35,8 +35,8 @@ func TestMain(m *testing.M) {
 	dbtest.Main(m)
 }
 
-// rtPosts is a test double of port.Moderation: the posts, and which were hidden.
-type rtPosts struct {
+// posts is a test double of port.Moderation: the posts, and which were hidden.
+type posts struct {
 	mu    sync.Mutex
 	posts map[string]port.Post
 	// delay widens the window between a planned report's count and its insert: VisibleIn's step, which
@@ -44,7 +44,7 @@ type rtPosts struct {
 	delay time.Duration
 }
 
-func (p *rtPosts) Post(_ context.Context, _ *gorm.DB, kind, id string) (port.Post, bool, error) {
+func (p *posts) Post(_ context.Context, _ *gorm.DB, kind, id string) (port.Post, bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	post, ok := p.posts[id]
@@ -52,7 +52,7 @@ func (p *rtPosts) Post(_ context.Context, _ *gorm.DB, kind, id string) (port.Pos
 }
 
 // VisibleIn checks, in the plan, the visibility the double holds when the write is planned.
-func (p *rtPosts) VisibleIn(plan *write.Plan, kind, id string, explain func(context.Context, *gorm.DB) error) {
+func (p *posts) VisibleIn(plan *write.Plan, kind, id string, explain func(context.Context, *gorm.DB) error) {
 	p.mu.Lock()
 	post, ok := p.posts[id]
 	p.mu.Unlock()
@@ -64,7 +64,7 @@ func (p *rtPosts) VisibleIn(plan *write.Plan, kind, id string, explain func(cont
 	plan.Check(explain, "SELECT CAST(? AS BOOLEAN)", visible)
 }
 
-func (p *rtPosts) Hide(_ context.Context, _ *gorm.DB, kind, id string, _ time.Time) error {
+func (p *posts) Hide(_ context.Context, _ *gorm.DB, kind, id string, _ time.Time) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	post := p.posts[id]
@@ -73,7 +73,7 @@ func (p *rtPosts) Hide(_ context.Context, _ *gorm.DB, kind, id string, _ time.Ti
 	return nil
 }
 
-func (p *rtPosts) add(kind, text string, visible bool) string {
+func (p *posts) add(kind, text string, visible bool) string {
 	id := uuid.Must(uuid.NewV7()).String()
 	p.mu.Lock()
 	p.posts[id] = port.Post{Kind: kind, ID: id, AuthorID: "author", Visible: visible, Text: text}
@@ -81,18 +81,18 @@ func (p *rtPosts) add(kind, text string, visible bool) string {
 	return id
 }
 
-type rtWorld struct {
-	posts     *rtPosts
+type world struct {
+	posts     *posts
 	moderator *reports.Moderator
 	persons   *reports.Persons
 	engine    *gin.Engine
 	clock     *testkit.Clock
 }
 
-func rtNewWorld(t testing.TB, dialect string, cfg reports.Config) *rtWorld {
+func newWorld(t testing.TB, dialect string, cfg reports.Config) *world {
 	t.Helper()
 	db := dbtest.Open(t, dialect, reports.Migrations())
-	w := &rtWorld{posts: &rtPosts{posts: map[string]port.Post{}}, clock: testkit.NewClock(testkit.T0)}
+	w := &world{posts: &posts{posts: map[string]port.Post{}}, clock: testkit.NewClock(testkit.T0)}
 	r := reports.NewReports(cfg, db, w.clock, w.posts, schema.Published())
 	w.moderator = reports.NewModerator(db, w.clock, w.posts)
 	w.persons = reports.NewPersons(r)
@@ -105,7 +105,7 @@ func agent(name string) port.Principal {
 	return port.Principal{AgentID: uuid.NewSHA1(uuid.NameSpaceOID, []byte(name)).String(), OrgID: "org", Handle: name}
 }
 
-func (w *rtWorld) report(t testing.TB, p port.Principal, body string) testkit.Result {
+func (w *world) report(t testing.TB, p port.Principal, body string) testkit.Result {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, plugin.AgentPrefix+reports.ReportsPath, bytes.NewReader([]byte(body)))
 	req.Header.Set("Content-Type", "application/json")
@@ -119,7 +119,7 @@ const soup = "Simmer the lentils for twenty-five minutes, then temper cumin seed
 func TestReports(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		t.Parallel()
-		w := rtNewWorld(t, dialect, reports.DefaultConfig())
+		w := newWorld(t, dialect, reports.DefaultConfig())
 		alice, bob := agent("alice"), agent("bob")
 		reply := w.posts.add(reports.KindReply, soup, true)
 		thread := w.posts.add(reports.KindThread, "Dal\n"+soup, true)
@@ -218,7 +218,7 @@ func TestReportLimit(t *testing.T) {
 }
 
 func testReportLimit(t *testing.T, dialect string) {
-	w := rtNewWorld(t, dialect, reports.Config{Limit: 2, Window: time.Hour})
+	w := newWorld(t, dialect, reports.Config{Limit: 2, Window: time.Hour})
 	alice := agent("alice")
 	for i := range 3 {
 		id := w.posts.add(reports.KindThread, "post", true)
@@ -243,7 +243,7 @@ func testReportLimit(t *testing.T, dialect string) {
 func TestConcurrentDuplicateReports(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		t.Parallel()
-		w := rtNewWorld(t, dialect, reports.DefaultConfig())
+		w := newWorld(t, dialect, reports.DefaultConfig())
 		id := w.posts.add(reports.KindReply, "post", true)
 		var wg sync.WaitGroup
 		statuses := make(chan int, 8)
@@ -270,7 +270,7 @@ func TestConcurrentDuplicateReports(t *testing.T) {
 func TestConcurrentReportsKeepTheLimit(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		t.Parallel()
-		w := rtNewWorld(t, dialect, reports.Config{Limit: 2, Window: time.Hour})
+		w := newWorld(t, dialect, reports.Config{Limit: 2, Window: time.Hour})
 		w.posts.delay = 50 * time.Millisecond
 		var wg sync.WaitGroup
 		statuses := make(chan int, 16)

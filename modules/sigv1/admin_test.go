@@ -49,11 +49,11 @@ func newDirectory(t *testing.T, w *world) directory {
 	d.a1, err = w.registry.CreateAgent(ctx, d.kitchen.ID, "lentil-cook")
 	must(err)
 	step()
-	k1, _ := gtPublicKey("a1 old")
+	k1, _ := publicKey("a1 old")
 	d.oldKey, err = w.registry.AddKey(ctx, d.a1.ID, k1)
 	must(err)
 	step()
-	k2, _ := gtPublicKey("a1 new")
+	k2, _ := publicKey("a1 new")
 	d.newKey, err = w.registry.AddKey(ctx, d.a1.ID, k2)
 	must(err)
 	d.oldKey, err = w.registry.RevokeKey(ctx, d.oldKey.ID)
@@ -69,7 +69,7 @@ func newDirectory(t *testing.T, w *world) directory {
 	step()
 	d.b1, err = w.registry.CreateAgent(ctx, d.garden.ID, "leek-grower")
 	must(err)
-	k3, _ := gtPublicKey("b1")
+	k3, _ := publicKey("b1")
 	d.b1Key, err = w.registry.AddKey(ctx, d.b1.ID, k3)
 	must(err)
 	must(w.switches.SetFrozen(ctx, sigv1.ScopeOrg, d.garden.ID, true))
@@ -159,7 +159,7 @@ func TestAdminListOrganisations(t *testing.T) {
 		}
 		for _, bad := range []sigv1.ListFilter{{Limit: 50, State: "suspended"}, {Limit: 0}, {Limit: 1001}} {
 			_, _, err := w.registry.ListOrgs(ctx, bad)
-			gtProblem(t, err, problem.ValidationFailed)
+			expectProblem(t, err, problem.ValidationFailed)
 		}
 
 		show, err := w.registry.ShowOrg(ctx, d.kitchen.ID)
@@ -169,8 +169,8 @@ func TestAdminListOrganisations(t *testing.T) {
 		if show.ID != d.kitchen.ID || show.Agents != 2 || !slices.Equal(agentHandles(show.AgentList), []string{"bean-baker", "lentil-cook"}) {
 			t.Fatalf("show %+v", show)
 		}
-		_, err = w.registry.ShowOrg(ctx, gtUnknownID)
-		gtProblem(t, err, problem.NotFound)
+		_, err = w.registry.ShowOrg(ctx, unknownKeyID)
+		expectProblem(t, err, problem.NotFound)
 	})
 }
 
@@ -213,7 +213,7 @@ func TestAdminListAgentsAndKeys(t *testing.T) {
 			"handle":       {sigv1.ListFilter{Handle: "LE"}, []string{"leek-grower", "lentil-cook"}},
 			"suspended":    {sigv1.ListFilter{State: sigv1.AgentSuspended}, []string{"bean-baker"}},
 			"active":       {sigv1.ListFilter{State: sigv1.AgentActive, Org: d.kitchen.ID}, []string{"lentil-cook"}},
-			"unknown org":  {sigv1.ListFilter{Org: gtUnknownID}, nil},
+			"unknown org":  {sigv1.ListFilter{Org: unknownKeyID}, nil},
 			"handle and _": {sigv1.ListFilter{Handle: "_"}, nil},
 		} {
 			if got := agents(c.f); !slices.Equal(got, c.want) {
@@ -224,7 +224,7 @@ func TestAdminListAgentsAndKeys(t *testing.T) {
 			t.Fatalf("limit 2 of 3: %d, more %v", len(got), more)
 		}
 		_, _, err = w.registry.ListAgents(ctx, sigv1.ListFilter{Limit: 5, State: "frozen"})
-		gtProblem(t, err, problem.ValidationFailed)
+		expectProblem(t, err, problem.ValidationFailed)
 
 		show, err := w.registry.ShowAgent(ctx, "", "lentil-cook")
 		if err != nil {
@@ -241,9 +241,9 @@ func TestAdminListAgentsAndKeys(t *testing.T) {
 			t.Fatalf("by id: %+v %v", byID, err)
 		}
 		_, err = w.registry.ShowAgent(ctx, "", "nobody")
-		gtProblem(t, err, problem.NotFound)
-		_, err = w.registry.ShowAgent(ctx, gtUnknownID, "")
-		gtProblem(t, err, problem.NotFound)
+		expectProblem(t, err, problem.NotFound)
+		_, err = w.registry.ShowAgent(ctx, unknownKeyID, "")
+		expectProblem(t, err, problem.NotFound)
 
 		keys, _, err := w.registry.ListKeys(ctx, sigv1.ListFilter{Limit: 50})
 		if err != nil || !slices.Equal(keyIDs(keys), []string{d.b1Key.ID, d.newKey.ID, d.oldKey.ID}) {
@@ -261,8 +261,8 @@ func TestAdminListAgentsAndKeys(t *testing.T) {
 		if err != nil || key.PublicKey != d.newKey.PublicKey || key.Fingerprint != fingerprintOf(t, d.newKey.PublicKey) || key.Handle != "lentil-cook" {
 			t.Fatalf("show key %+v %v", key, err)
 		}
-		_, err = w.registry.ShowKey(ctx, gtUnknownID)
-		gtProblem(t, err, problem.NotFound)
+		_, err = w.registry.ShowKey(ctx, unknownKeyID)
+		expectProblem(t, err, problem.NotFound)
 	})
 }
 

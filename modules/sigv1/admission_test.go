@@ -96,12 +96,12 @@ func TestAdmissionInOneStatement(t *testing.T) {
 		// A replayed nonce is refused, and counts no hit.
 		fixed := a
 		fixed.Signer = signer.New(a.AgentID, a.KeyID, a.Key, signer.WithClock(w.clock.Now), signer.WithNonces(func() string { return "AAECAwQFBgcICQoLDA0ODw" }))
-		testkit.Expect(t, n.send(t, fixed, "POST", "/conformance", gtEcho, "c"), 200, "")
+		testkit.Expect(t, n.send(t, fixed, "POST", "/conformance", echoBody, "c"), 200, "")
 		var before int64
 		if err := w.db.Table("sigv1_rate_windows").Where("bucket = ?", "attempts:"+a.AgentID).Select("hits").Scan(&before).Error; err != nil {
 			t.Fatal(err)
 		}
-		testkit.Expect(t, n.send(t, fixed, "POST", "/conformance", gtEcho, "c"), 409, "nonce_replayed")
+		testkit.Expect(t, n.send(t, fixed, "POST", "/conformance", echoBody, "c"), 409, "nonce_replayed")
 		var after int64
 		if err := w.db.Table("sigv1_rate_windows").Where("bucket = ?", "attempts:"+a.AgentID).Select("hits").Scan(&after).Error; err != nil {
 			t.Fatal(err)

@@ -18,9 +18,9 @@ import (
 // step of the write's plan (on PostgreSQL one statement of its batch, on SQLite statements in its
 // transaction). The answers, their order and what is kept must be those of the admission run first.
 
-// dpSigned signs a POST of body with key to the planned route and sets the test headers hdr (which
+// signedPlanned signs a POST of body with key to the planned route and sets the test headers hdr (which
 // are not signed: the same signed bytes can be sent with and without them).
-func dpSigned(t testing.TB, a agent, body []byte, key string, hdr ...string) *http.Request {
+func signedPlanned(t testing.TB, a agent, body []byte, key string, hdr ...string) *http.Request {
 	t.Helper()
 	req := signed(t, a, "POST", plannedPath, body, key)
 	for _, h := range hdr {
@@ -29,8 +29,8 @@ func dpSigned(t testing.TB, a agent, body []byte, key string, hdr ...string) *ht
 	return req
 }
 
-// dpAgain is req sent again, byte for byte, without its test headers.
-func dpAgain(req *http.Request, body []byte) *http.Request {
+// again is req sent again, byte for byte, without its test headers.
+func again(req *http.Request, body []byte) *http.Request {
 	again := req.Clone(context.Background())
 	again.Body = io.NopCloser(bytes.NewReader(body))
 	for h := range again.Header {
@@ -41,16 +41,16 @@ func dpAgain(req *http.Request, body []byte) *http.Request {
 	return again
 }
 
-// dpUsedAndFreed fails unless req, a refused write with key, used its nonce (its bytes again are
+// usedAndFreed fails unless req, a refused write with key, used its nonce (its bytes again are
 // nonce_replayed) and left the key free (the write with a new nonce runs).
-func dpUsedAndFreed(t testing.TB, w *world, a agent, req *http.Request, body []byte, key string) {
+func usedAndFreed(t testing.TB, w *world, a agent, req *http.Request, body []byte, key string) {
 	t.Helper()
-	dpGuardAnswered(t, w.serve(dpAgain(req, body)), 409, "nonce_replayed")
-	gtExecuted(t, w.serve(dpSigned(t, a, body, key)))
+	guardAnswered(t, w.serve(again(req, body)), 409, "nonce_replayed")
+	executed(t, w.serve(signedPlanned(t, a, body, key)))
 }
 
-// dpAtOnce serves reqs concurrently on the world's node and returns their answers in order.
-func dpAtOnce(w *world, reqs []*http.Request) []testkit.Result {
+// atOnce serves reqs concurrently on the world's node and returns their answers in order.
+func atOnce(w *world, reqs []*http.Request) []testkit.Result {
 	results := make([]testkit.Result, len(reqs))
 	var wg sync.WaitGroup
 	for i, req := range reqs {
@@ -60,9 +60,9 @@ func dpAtOnce(w *world, reqs []*http.Request) []testkit.Result {
 	return results
 }
 
-// dpGuardAnswered fails unless r is the guard's own answer: nothing the route wrote (its header)
+// guardAnswered fails unless r is the guard's own answer: nothing the route wrote (its header)
 // leaked into it.
-func dpGuardAnswered(t testing.TB, r testkit.Result, status int, code string) {
+func guardAnswered(t testing.TB, r testkit.Result, status int, code string) {
 	t.Helper()
 	testkit.Expect(t, r, status, code)
 	if v := r.Header.Get("X-Test-Route"); v != "" {
@@ -70,9 +70,9 @@ func dpGuardAnswered(t testing.TB, r testkit.Result, status int, code string) {
 	}
 }
 
-// dpAdmissions fails unless the node's guard recorded withWrite admissions in their writes'
+// admissions fails unless the node's guard recorded withWrite admissions in their writes'
 // transactions and alone on their own (svc_admissions_total).
-func dpAdmissions(t testing.TB, n *node, withWrite, alone float64) {
+func admissions(t testing.TB, n *node, withWrite, alone float64) {
 	t.Helper()
 	got := testkit.Counters(t, n.guard.Metrics())
 	if w, a := got[`svc_admissions_total{how="with_write"}`], got[`svc_admissions_total{how="alone"}`]; w != withWrite || a != alone {
@@ -89,20 +89,20 @@ func TestPlannedWriteAdmission(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "planner")
-		body := gtNote("planned ☃")
-		first := dpSigned(t, a, body, "k")
+		body := noteBody("planned ☃")
+		first := signedPlanned(t, a, body, "k")
 		orig := w.serve(first)
-		gtExecuted(t, orig)
-		dpAdmissions(t, w.node, 1, 0)
+		executed(t, orig)
+		admissions(t, w.node, 1, 0)
 		if p := orig.Header.Get(sigv1.HeaderRateLimitPolicy); !strings.Contains(p, `"writes"`) || orig.Header.Get(sigv1.HeaderRateLimit) == "" {
 			t.Fatalf("a planned write's answer states no writes limit: %q / %q", p, orig.Header.Get(sigv1.HeaderRateLimit))
 		}
-		dpGuardAnswered(t, w.serve(dpAgain(first, body)), 409, "nonce_replayed")
-		gtReplayed(t, w.serve(dpSigned(t, a, body, "k")), orig)
-		gtReplayed(t, newNode(t, w.db, w.clock).serve(dpSigned(t, a, body, "k")), orig)
-		dpGuardAnswered(t, w.serve(dpSigned(t, a, gtNote("other"), "k")), 409, "idempotency_key_conflict")
-		gtRows(t, w, 1)
-		dpAdmissions(t, w.node, 1, 3) // the replay, the stored answer and the conflict
+		guardAnswered(t, w.serve(again(first, body)), 409, "nonce_replayed")
+		replayed(t, w.serve(signedPlanned(t, a, body, "k")), orig)
+		replayed(t, newNode(t, w.db, w.clock).serve(signedPlanned(t, a, body, "k")), orig)
+		guardAnswered(t, w.serve(signedPlanned(t, a, noteBody("other"), "k")), 409, "idempotency_key_conflict")
+		rowsOf(t, w, 1)
+		admissions(t, w.node, 1, 3) // the replay, the stored answer and the conflict
 	})
 }
 
@@ -113,20 +113,20 @@ func TestPlannedWriteRefusedBeforeWriting(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "refused")
-		body := gtNote("fine")
-		req := dpSigned(t, a, body, "k", "X-Test-Refuse")
+		body := noteBody("fine")
+		req := signedPlanned(t, a, body, "k", "X-Test-Refuse")
 		r := w.serve(req)
 		testkit.Expect(t, r, 422, "validation_failed")
 		if r.Header.Get(sigv1.HeaderRateLimit) == "" {
 			t.Fatal("a write the route refused answers without its limits")
 		}
-		dpUsedAndFreed(t, w, a, req, body, "k")
+		usedAndFreed(t, w, a, req, body, "k")
 
 		if _, err := w.claims.Claim(context.Background(), a.AgentID, "held", sigv1.Fingerprint("POST", "/agent-api/v1"+plannedPath, sigv1.BodySHA256(body)), w.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
-		dpGuardAnswered(t, w.serve(dpSigned(t, a, body, "held", "X-Test-Refuse")), 409, "idempotency_request_in_flight")
-		gtRows(t, w, 1)
+		guardAnswered(t, w.serve(signedPlanned(t, a, body, "held", "X-Test-Refuse")), 409, "idempotency_request_in_flight")
+		rowsOf(t, w, 1)
 	})
 }
 
@@ -136,12 +136,12 @@ func TestPlannedWriteRefusedByItsPlan(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "stepped")
-		body := gtNote("stepped")
-		req := dpSigned(t, a, body, "k", "X-Test-Fail")
+		body := noteBody("stepped")
+		req := signedPlanned(t, a, body, "k", "X-Test-Fail")
 		testkit.Expect(t, w.serve(req), 403, "thread_locked")
-		gtRows(t, w, 0)
-		dpUsedAndFreed(t, w, a, req, body, "k")
-		gtRows(t, w, 1)
+		rowsOf(t, w, 0)
+		usedAndFreed(t, w, a, req, body, "k")
+		rowsOf(t, w, 1)
 	})
 }
 
@@ -152,20 +152,20 @@ func TestPlannedWriteLimits(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect, func(c *sigv1.Config) { c.WritesPerWindow = 2 })
 		a := w.newAgent(t, "limited")
-		gtExecuted(t, w.serve(dpSigned(t, a, gtNote("1"), "1")))
-		gtExecuted(t, w.serve(dpSigned(t, a, gtNote("2"), "2")))
-		r := w.serve(dpSigned(t, a, gtNote("3"), "3"))
-		dpGuardAnswered(t, r, 429, "rate_limited")
-		gtRetryAfter(t, r)
+		executed(t, w.serve(signedPlanned(t, a, noteBody("1"), "1")))
+		executed(t, w.serve(signedPlanned(t, a, noteBody("2"), "2")))
+		r := w.serve(signedPlanned(t, a, noteBody("3"), "3"))
+		guardAnswered(t, r, 429, "rate_limited")
+		retryAfter(t, r)
 		runs := w.writes.plannedRuns.Load()
-		dpGuardAnswered(t, w.serve(dpSigned(t, a, gtNote("4"), "4")), 429, "rate_limited")
+		guardAnswered(t, w.serve(signedPlanned(t, a, noteBody("4"), "4")), 429, "rate_limited")
 		if n := w.writes.plannedRuns.Load(); n != runs {
 			t.Fatalf("the route ran for a write of an agent the limit refuses in this window (%d runs, then %d)", runs, n)
 		}
-		gtRows(t, w, 2)
+		rowsOf(t, w, 2)
 		w.clock.Add(w.cfg.RateWindow)
-		gtExecuted(t, w.serve(dpSigned(t, a, gtNote("5"), "5")))
-		gtRows(t, w, 3)
+		executed(t, w.serve(signedPlanned(t, a, noteBody("5"), "5")))
+		rowsOf(t, w, 3)
 	})
 }
 
@@ -175,12 +175,12 @@ func TestPlannedWriteConcurrentSameKey(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "racer")
-		body := gtNote("once")
+		body := noteBody("once")
 		reqs := make([]*http.Request, 8)
 		for i := range reqs {
-			reqs[i] = dpSigned(t, a, body, "race")
+			reqs[i] = signedPlanned(t, a, body, "race")
 		}
-		results := dpAtOnce(w, reqs)
+		results := atOnce(w, reqs)
 		var executed []testkit.Result
 		for _, r := range results {
 			switch {
@@ -199,7 +199,7 @@ func TestPlannedWriteConcurrentSameKey(t *testing.T) {
 				t.Fatalf("a replay answered %s, the write %s", r.Body, executed[0].Body)
 			}
 		}
-		gtRows(t, w, 1)
+		rowsOf(t, w, 1)
 	})
 }
 
@@ -209,11 +209,11 @@ func TestPlannedWritePanics(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "panicky")
-		body := gtNote("boom")
-		req := dpSigned(t, a, body, "k", "X-Test-Panic")
-		dpGuardAnswered(t, w.serve(req), 500, "internal_error") // the held answer's headers are dropped
-		dpUsedAndFreed(t, w, a, req, body, "k")
-		gtRows(t, w, 1)
+		body := noteBody("boom")
+		req := signedPlanned(t, a, body, "k", "X-Test-Panic")
+		guardAnswered(t, w.serve(req), 500, "internal_error") // the held answer's headers are dropped
+		usedAndFreed(t, w, a, req, body, "k")
+		rowsOf(t, w, 1)
 	})
 }
 
@@ -226,11 +226,11 @@ func TestPlannedWriteStatesFirst(t *testing.T) {
 		if err := w.switches.SetFrozen(context.Background(), "agent", a.AgentID, true); err != nil {
 			t.Fatal(err)
 		}
-		dpGuardAnswered(t, w.serve(dpSigned(t, a, gtNote("x"), "k")), 403, "writes_frozen")
+		guardAnswered(t, w.serve(signedPlanned(t, a, noteBody("x"), "k")), 403, "writes_frozen")
 		if n := w.writes.plannedRuns.Load(); n != 0 {
 			t.Fatalf("the route ran %d times for a frozen agent", n)
 		}
-		gtRows(t, w, 0)
+		rowsOf(t, w, 0)
 	})
 }
 
@@ -240,13 +240,13 @@ func TestPlannedWriteClientLeavesBeforeWriting(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "leaver")
-		body := gtNote("gone")
-		req := dpSigned(t, a, body, "k", "X-Test-Cancel")
+		body := noteBody("gone")
+		req := signedPlanned(t, a, body, "k", "X-Test-Cancel")
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		w.serve(req.WithContext(context.WithValue(ctx, testCancel{}, cancel)))
-		dpUsedAndFreed(t, w, a, req, body, "k")
-		gtRows(t, w, 1)
+		usedAndFreed(t, w, a, req, body, "k")
+		rowsOf(t, w, 1)
 	})
 }
 
@@ -256,13 +256,13 @@ func TestPlannedWriteBatchFails(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect, func(c *sigv1.Config) { c.WritesPerWindow = 2 })
 		a := w.newAgent(t, "broken")
-		body := gtNote("broken")
-		req := dpSigned(t, a, body, "k", "X-Test-Broken")
+		body := noteBody("broken")
+		req := signedPlanned(t, a, body, "k", "X-Test-Broken")
 		testkit.Expect(t, w.serve(req), 500, "internal_error")
-		gtRows(t, w, 0)
-		dpUsedAndFreed(t, w, a, req, body, "k")
-		dpGuardAnswered(t, w.serve(dpSigned(t, a, gtNote("third"), "k3")), 429, "rate_limited")
-		gtRows(t, w, 1)
+		rowsOf(t, w, 0)
+		usedAndFreed(t, w, a, req, body, "k")
+		guardAnswered(t, w.serve(signedPlanned(t, a, noteBody("third"), "k3")), 429, "rate_limited")
+		rowsOf(t, w, 1)
 	})
 }
 
@@ -272,14 +272,14 @@ func TestPlannedWriteRefusalCountsOnce(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect, func(c *sigv1.Config) { c.WritesPerWindow = 2 })
 		a := w.newAgent(t, "counted")
-		r := w.serve(dpSigned(t, a, gtNote("1"), "1", "X-Test-Fail"))
+		r := w.serve(signedPlanned(t, a, noteBody("1"), "1", "X-Test-Fail"))
 		testkit.Expect(t, r, 403, "thread_locked")
 		if got := r.Header.Get(sigv1.HeaderRateLimit); !strings.Contains(got, `"writes";r=1;`) {
 			t.Fatalf("the refused write left %q, want one write of two counted", got)
 		}
-		gtExecuted(t, w.serve(dpSigned(t, a, gtNote("2"), "2")))
-		dpGuardAnswered(t, w.serve(dpSigned(t, a, gtNote("3"), "3")), 429, "rate_limited")
-		gtRows(t, w, 1)
+		executed(t, w.serve(signedPlanned(t, a, noteBody("2"), "2")))
+		guardAnswered(t, w.serve(signedPlanned(t, a, noteBody("3"), "3")), 429, "rate_limited")
+		rowsOf(t, w, 1)
 	})
 }
 
@@ -289,12 +289,12 @@ func TestPlannedWriteStoredAnswerFirst(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "stored")
-		body := gtNote("x")
-		orig := w.serve(dpSigned(t, a, body, "k"))
-		gtExecuted(t, orig)
-		gtReplayed(t, w.serve(dpSigned(t, a, body, "k", "X-Test-Refuse")), orig)
-		gtReplayed(t, w.serve(dpSigned(t, a, body, "k", "X-Test-Fail")), orig)
-		gtRows(t, w, 1)
+		body := noteBody("x")
+		orig := w.serve(signedPlanned(t, a, body, "k"))
+		executed(t, orig)
+		replayed(t, w.serve(signedPlanned(t, a, body, "k", "X-Test-Refuse")), orig)
+		replayed(t, w.serve(signedPlanned(t, a, body, "k", "X-Test-Fail")), orig)
+		rowsOf(t, w, 1)
 	})
 }
 
@@ -304,13 +304,13 @@ func TestPlannedWriteConcurrentExactBytes(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "copies")
-		body := gtNote("copies")
-		first := dpSigned(t, a, body, "k")
+		body := noteBody("copies")
+		first := signedPlanned(t, a, body, "k")
 		reqs := make([]*http.Request, 8)
 		for i := range reqs {
-			reqs[i] = dpAgain(first, body)
+			reqs[i] = again(first, body)
 		}
-		results := dpAtOnce(w, reqs)
+		results := atOnce(w, reqs)
 		ran := 0
 		for _, r := range results {
 			switch {
@@ -324,6 +324,6 @@ func TestPlannedWriteConcurrentExactBytes(t *testing.T) {
 		if ran != 1 {
 			t.Fatalf("%d copies ran, want 1", ran)
 		}
-		gtRows(t, w, 1)
+		rowsOf(t, w, 1)
 	})
 }

@@ -33,7 +33,7 @@ func TestDirectoryAgentOwner(t *testing.T) {
 				t.Errorf("owner of %s = %+v, %v, %v; want %s %q", a.Handle, owner, found, err, o.ID, name)
 			}
 		}
-		if owner, found, err := dir.AgentOwner(ctx, gtUnknownID); err != nil || found || owner != (port.AgentOwner{}) {
+		if owner, found, err := dir.AgentOwner(ctx, unknownKeyID); err != nil || found || owner != (port.AgentOwner{}) {
 			t.Errorf("owner of an unknown agent = %+v, %v, %v", owner, found, err)
 		}
 	})

@@ -24,9 +24,9 @@ import (
 	"github.com/svcforum/svc/testkit"
 )
 
-// gtNetSend signs a POST to path as a and sends it to the server at base; it never calls t.Fatal, so
+// netSend signs a POST to path as a and sends it to the server at base; it never calls t.Fatal, so
 // goroutines may use it. hdr adds unsigned headers.
-func gtNetSend(client *http.Client, base string, a agent, path string, body []byte, idem string, hdr map[string]string) (testkit.Result, error) {
+func netSend(client *http.Client, base string, a agent, path string, body []byte, idem string, hdr map[string]string) (testkit.Result, error) {
 	req, err := http.NewRequest(http.MethodPost, base+plugin.AgentPrefix+path, bytes.NewReader(body))
 	if err != nil {
 		return testkit.Result{}, err
@@ -39,11 +39,11 @@ func gtNetSend(client *http.Client, base string, a agent, path string, body []by
 	if err := a.Signer.Sign(req); err != nil {
 		return testkit.Result{}, err
 	}
-	return gtNetDo(client, req)
+	return netDo(client, req)
 }
 
-// gtNetDo sends req and reads the response as serveOn does.
-func gtNetDo(client *http.Client, req *http.Request) (testkit.Result, error) {
+// netDo sends req and reads the response as serveOn does.
+func netDo(client *http.Client, req *http.Request) (testkit.Result, error) {
 	resp, err := client.Do(req)
 	if err != nil {
 		return testkit.Result{}, err
@@ -62,9 +62,9 @@ func gtNetDo(client *http.Client, req *http.Request) (testkit.Result, error) {
 	return r, nil
 }
 
-// gtHold sends a write as a with body and Idempotency-Key key that stays open inside its transaction
+// hold sends a write as a with body and Idempotency-Key key that stays open inside its transaction
 // until release, and returns once its claim is running; done delivers its answer.
-func gtHold(t *testing.T, w *world, a agent, body []byte, key string) (release func(), done <-chan testkit.Result) {
+func hold(t *testing.T, w *world, a agent, body []byte, key string) (release func(), done <-chan testkit.Result) {
 	t.Helper()
 	first := signed(t, a, "POST", writePath, body, key)
 	first.Header.Set("X-Test-Wait", "hold-"+key)
@@ -73,12 +73,12 @@ func gtHold(t *testing.T, w *world, a agent, body []byte, key string) (release f
 	t.Cleanup(release)
 	out := make(chan testkit.Result, 1)
 	go func() { out <- w.serve(first) }()
-	gtWaitRunning(t, w, a.AgentID, key)
+	waitRunning(t, w, a.AgentID, key)
 	return release, out
 }
 
-// gtWaitRunning waits until agentID holds a running claim on key.
-func gtWaitRunning(t testing.TB, w *world, agentID, key string) {
+// waitRunning waits until agentID holds a running claim on key.
+func waitRunning(t testing.TB, w *world, agentID, key string) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
@@ -94,13 +94,13 @@ func gtWaitRunning(t testing.TB, w *world, agentID, key string) {
 	t.Fatalf("no running claim of %q appeared", key)
 }
 
-// gtWriteFingerprint is the fingerprint of a POST to the test write route with body.
-func gtWriteFingerprint(body []byte) string {
+// writeFingerprint is the fingerprint of a POST to the test write route with body.
+func writeFingerprint(body []byte) string {
 	return sigv1.Fingerprint(http.MethodPost, plugin.AgentPrefix+writePath, sigv1.BodySHA256(body))
 }
 
-// gtReplayed fails unless r is a replay of orig: same status and body, byte for byte, and the header.
-func gtReplayed(t testing.TB, r, orig testkit.Result) {
+// replayed fails unless r is a replay of orig: same status and body, byte for byte, and the header.
+func replayed(t testing.TB, r, orig testkit.Result) {
 	t.Helper()
 	if r.Status != orig.Status || !bytes.Equal(r.Body, orig.Body) {
 		t.Fatalf("replay %d %s, want %d %s", r.Status, r.Body, orig.Status, orig.Body)
@@ -113,8 +113,8 @@ func gtReplayed(t testing.TB, r, orig testkit.Result) {
 	}
 }
 
-// gtExecuted fails unless r is a fresh 201 (not a replay).
-func gtExecuted(t testing.TB, r testkit.Result) {
+// executed fails unless r is a fresh 201 (not a replay).
+func executed(t testing.TB, r testkit.Result) {
 	t.Helper()
 	testkit.Expect(t, r, 201, "")
 	if v := r.Header.Values(sigv1.HeaderReplayed); len(v) != 0 {
@@ -122,10 +122,10 @@ func gtExecuted(t testing.TB, r testkit.Result) {
 	}
 }
 
-// gtOnPostgres runs f on PostgreSQL only: there, a write held open inside its transaction leaves other
+// onPostgres runs f on PostgreSQL only: there, a write held open inside its transaction leaves other
 // requests running. SQLite serialises writers, so a held write blocks every other request's nonce; the
 // held-claim variants of these tests cover SQLite.
-func gtOnPostgres(t *testing.T, f func(t *testing.T, dialect string)) {
+func onPostgres(t *testing.T, f func(t *testing.T, dialect string)) {
 	t.Helper()
 	t.Run(database.Postgres, func(t *testing.T) { f(t, database.Postgres) })
 }
@@ -139,16 +139,16 @@ func TestNonceExactReplayRefused(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "replayed")
-		again := gtReplayable(t, a, "POST", writePath, gtNote("once"), "n1")
-		gtExecuted(t, w.serve(again()))
+		again := replayable(t, a, "POST", writePath, noteBody("once"), "n1")
+		executed(t, w.serve(again()))
 		testkit.Expect(t, w.serve(again()), 409, "nonce_replayed")
 		second := newNode(t, w.db, w.clock)
 		testkit.Expect(t, second.serve(again()), 409, "nonce_replayed")
 		testkit.Expect(t, testkit.Serve(second.private, again()), 409, "nonce_replayed")
-		gtRows(t, w, 1)
+		rowsOf(t, w, 1)
 
 		// A read's nonce is remembered the same way, first seen on the second node.
-		read := gtReplayable(t, a, "POST", "/conformance", gtEcho, "n2")
+		read := replayable(t, a, "POST", "/conformance", echoBody, "n2")
 		testkit.Expect(t, second.serve(read()), 200, "")
 		testkit.Expect(t, w.serve(read()), 409, "nonce_replayed")
 	})
@@ -165,7 +165,7 @@ func TestNonceConcurrentReplayAcrossNodes(t *testing.T) {
 		for _, s := range servers {
 			defer s.Close()
 		}
-		body := gtNote("raced")
+		body := noteBody("raced")
 		template := signed(t, a, "POST", writePath, body, "race")
 
 		const n = 20
@@ -182,7 +182,7 @@ func TestNonceConcurrentReplayAcrossNodes(t *testing.T) {
 				}
 				req.Header = template.Header.Clone()
 				<-start
-				results[i], errs[i] = gtNetDo(servers[i%2].Client(), req)
+				results[i], errs[i] = netDo(servers[i%2].Client(), req)
 			})
 		}
 		close(start)
@@ -202,7 +202,7 @@ func TestNonceConcurrentReplayAcrossNodes(t *testing.T) {
 		if created != 1 {
 			t.Errorf("%d of %d copies ran, want exactly 1", created, n)
 		}
-		gtRows(t, w, 1)
+		rowsOf(t, w, 1)
 	})
 }
 
@@ -213,16 +213,16 @@ func TestNonceBurnedByFailedWrite(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "failer")
-		again := gtReplayable(t, a, "POST", writePath, gtNote("fails"), "f1")
+		again := replayable(t, a, "POST", writePath, noteBody("fails"), "f1")
 		failing := again()
 		failing.Header.Set("X-Test-Fail", "1")
 		testkit.Expect(t, w.serve(failing), 500, "internal_error")
-		gtRows(t, w, 0)
+		rowsOf(t, w, 0)
 		testkit.Expect(t, w.serve(again()), 409, "nonce_replayed")
 		testkit.Expect(t, newNode(t, w.db, w.clock).serve(again()), 409, "nonce_replayed")
-		gtRows(t, w, 0)
-		gtExecuted(t, w.send(t, a, "POST", writePath, gtNote("fails"), "f1"))
-		gtRows(t, w, 1)
+		rowsOf(t, w, 0)
+		executed(t, w.send(t, a, "POST", writePath, noteBody("fails"), "f1"))
+		rowsOf(t, w, 1)
 	})
 }
 
@@ -238,17 +238,17 @@ func TestNonceReusableAfterWindow(t *testing.T) {
 		}
 		a := withFixed(w.newAgent(t, "reuser"))
 		b := withFixed(w.newAgent(t, "other-reuser"))
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "u1"), 200, "")
-		testkit.Expect(t, w.send(t, b, "POST", "/conformance", gtEcho, "u2"), 200, "") // another agent's nonce
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, "u1"), 200, "")
+		testkit.Expect(t, w.send(t, b, "POST", "/conformance", echoBody, "u2"), 200, "") // another agent's nonce
 		w.clock.Add(1000 * time.Second)
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "u3"), 409, "nonce_replayed")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, "u3"), 409, "nonce_replayed")
 		w.clock.Add(799 * time.Second) // 1799 s after the first sighting
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("too soon"), "u4"), 409, "nonce_replayed")
-		gtRows(t, w, 0)
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("too soon"), "u4"), 409, "nonce_replayed")
+		rowsOf(t, w, 0)
 		w.clock.Add(2 * time.Second) // 1801 s
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("later"), "u5"), 201, "")
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("at once again"), "u6"), 409, "nonce_replayed")
-		gtRows(t, w, 1)
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("later"), "u5"), 201, "")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("at once again"), "u6"), 409, "nonce_replayed")
+		rowsOf(t, w, 1)
 	})
 }
 
@@ -274,7 +274,7 @@ func TestNoncePruneDeletesOnlyExpired(t *testing.T) {
 		if err != nil || n != 1 {
 			t.Fatalf("pruned %d, %v; want 1", n, err)
 		}
-		if c := gtCount(t, w.db, "sigv1_nonces"); c != 1 {
+		if c := testkit.CountRows(t, w.db, "sigv1_nonces", ""); c != 1 {
 			t.Fatalf("%d nonces left, want 1", c)
 		}
 		if fresh, err := w.nonces.Record(ctx, a.AgentID, "new-nonce-0123456789", now); err != nil || fresh {
@@ -297,17 +297,17 @@ func TestPrunerPruneDeletesExpiredState(t *testing.T) {
 		a := w.newAgent(t, "pruner")
 		var buf bytes.Buffer
 		var mu sync.Mutex
-		log := slog.New(slog.NewTextHandler(gtLockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		log := slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		p := sigv1.NewPruner(w.cfg, w.clock, log, w.nonces, w.claims, w.limiter)
 
-		old := w.send(t, a, "POST", writePath, gtNote("old"), "old-key")
+		old := w.send(t, a, "POST", writePath, noteBody("old"), "old-key")
 		testkit.Expect(t, old, 201, "")
 		w.clock.Add(sigv1.ResponseTTL + time.Second)
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("new"), "new-key"), 201, "")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("new"), "new-key"), 201, "")
 		p.Prune(context.Background())
 
 		for table, want := range map[string]int64{"sigv1_nonces": 1, "sigv1_idempotency": 1, "sigv1_rate_windows": 2} {
-			if n := gtCount(t, w.db, table); n != want {
+			if n := testkit.CountRows(t, w.db, table, ""); n != want {
 				t.Errorf("%s: %d rows after pruning, want %d", table, n, want)
 			}
 		}
@@ -318,7 +318,7 @@ func TestPrunerPruneDeletesExpiredState(t *testing.T) {
 			t.Errorf("log:\n%s", logged)
 		}
 		// The key whose response was pruned runs again.
-		gtExecuted(t, w.send(t, a, "POST", writePath, gtNote("old"), "old-key"))
+		executed(t, w.send(t, a, "POST", writePath, noteBody("old"), "old-key"))
 		// Start prunes at once and Stop ends the loop.
 		if err := p.Start(context.Background()); err != nil {
 			t.Fatal(err)
@@ -329,12 +329,12 @@ func TestPrunerPruneDeletesExpiredState(t *testing.T) {
 	})
 }
 
-type gtLockedWriter struct {
+type lockedWriter struct {
 	mu *sync.Mutex
 	w  io.Writer
 }
 
-func (l gtLockedWriter) Write(p []byte) (int, error) {
+func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
@@ -349,14 +349,14 @@ func TestIdempotentReplaySameBody(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "replayer")
-		body := gtNote("exactly once ☃ <&>")
+		body := noteBody("exactly once ☃ <&>")
 		orig := w.send(t, a, "POST", writePath, body, "same-key")
-		gtExecuted(t, orig)
-		gtReplayed(t, w.send(t, a, "POST", writePath, body, "same-key"), orig)
+		executed(t, orig)
+		replayed(t, w.send(t, a, "POST", writePath, body, "same-key"), orig)
 		second := newNode(t, w.db, w.clock)
-		gtReplayed(t, second.send(t, a, "POST", writePath, body, "same-key"), orig)
-		gtReplayed(t, testkit.Serve(second.private, signed(t, a, "POST", writePath, body, "same-key")), orig)
-		gtRows(t, w, 1)
+		replayed(t, second.send(t, a, "POST", writePath, body, "same-key"), orig)
+		replayed(t, testkit.Serve(second.private, signed(t, a, "POST", writePath, body, "same-key")), orig)
+		rowsOf(t, w, 1)
 	})
 }
 
@@ -366,12 +366,12 @@ func TestIdempotencyKeyConflictDifferentBody(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "conflicted")
-		orig := w.send(t, a, "POST", writePath, gtNote("first"), "k")
-		gtExecuted(t, orig)
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("second"), "k"), 409, "idempotency_key_conflict")
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("first "), "k"), 409, "idempotency_key_conflict")
-		gtRows(t, w, 1)
-		gtReplayed(t, w.send(t, a, "POST", writePath, gtNote("first"), "k"), orig)
+		orig := w.send(t, a, "POST", writePath, noteBody("first"), "k")
+		executed(t, orig)
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("second"), "k"), 409, "idempotency_key_conflict")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("first "), "k"), 409, "idempotency_key_conflict")
+		rowsOf(t, w, 1)
+		replayed(t, w.send(t, a, "POST", writePath, noteBody("first"), "k"), orig)
 	})
 }
 
@@ -379,11 +379,11 @@ func TestIdempotencyKeyConflictDifferentBody(t *testing.T) {
 // the same key gets 409 idempotency_request_in_flight with Retry-After: 1 (a different body: 409
 // idempotency_key_conflict); the first then completes with 201 and a retry replays it.
 func TestIdempotencyInFlightLive(t *testing.T) {
-	gtOnPostgres(t, func(t *testing.T, dialect string) {
+	onPostgres(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "inflight")
-		body := gtNote("slow")
-		release, done := gtHold(t, w, a, body, "busy")
+		body := noteBody("slow")
+		release, done := hold(t, w, a, body, "busy")
 		defer release()
 
 		r := w.send(t, a, "POST", writePath, body, "busy")
@@ -391,15 +391,15 @@ func TestIdempotencyInFlightLive(t *testing.T) {
 		if got := r.Header.Get("Retry-After"); got != "1" {
 			t.Fatalf("Retry-After %q, want 1", got)
 		}
-		gtMember(t, r, "retry_after_seconds", float64(1))
+		memberOf(t, r, "retry_after_seconds", float64(1))
 		testkit.Expect(t, newNode(t, w.db, w.clock).send(t, a, "POST", writePath, body, "busy"), 409, "idempotency_request_in_flight")
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("other"), "busy"), 409, "idempotency_key_conflict")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("other"), "busy"), 409, "idempotency_key_conflict")
 
 		release()
 		orig := <-done
-		gtExecuted(t, orig)
-		gtReplayed(t, w.send(t, a, "POST", writePath, body, "busy"), orig)
-		gtRows(t, w, 1)
+		executed(t, orig)
+		replayed(t, w.send(t, a, "POST", writePath, body, "busy"), orig)
+		rowsOf(t, w, 1)
 	})
 }
 
@@ -409,8 +409,8 @@ func TestIdempotencyHeldClaimInFlightThenLeaseExpires(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "held")
-		body := gtNote("held")
-		if _, err := w.claims.Claim(context.Background(), a.AgentID, "held-key", gtWriteFingerprint(body), w.clock.Now()); err != nil {
+		body := noteBody("held")
+		if _, err := w.claims.Claim(context.Background(), a.AgentID, "held-key", writeFingerprint(body), w.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 		r := w.send(t, a, "POST", writePath, body, "held-key")
@@ -420,12 +420,12 @@ func TestIdempotencyHeldClaimInFlightThenLeaseExpires(t *testing.T) {
 		}
 		w.clock.Add(w.cfg.IdempotencyLease - time.Second)
 		testkit.Expect(t, w.send(t, a, "POST", writePath, body, "held-key"), 409, "idempotency_request_in_flight")
-		gtRows(t, w, 0)
+		rowsOf(t, w, 0)
 		w.clock.Add(2 * time.Second)
 		orig := w.send(t, a, "POST", writePath, body, "held-key")
-		gtExecuted(t, orig)
-		gtReplayed(t, w.send(t, a, "POST", writePath, body, "held-key"), orig)
-		gtRows(t, w, 1)
+		executed(t, orig)
+		replayed(t, w.send(t, a, "POST", writePath, body, "held-key"), orig)
+		rowsOf(t, w, 1)
 	})
 }
 
@@ -444,12 +444,12 @@ VALUES (?, ?, ?, ?, 'running', ?, ?, 0, NULL)`, a.AgentID, key, fingerprint, "00
 				t.Fatal(err)
 			}
 		}
-		body := gtNote("after the crash")
-		insert("same", gtWriteFingerprint(body))
-		insert("other", gtWriteFingerprint(gtNote("the crashed request's body")))
-		gtExecuted(t, w.send(t, a, "POST", writePath, body, "same"))
-		gtExecuted(t, w.send(t, a, "POST", writePath, body, "other"))
-		gtRows(t, w, 2)
+		body := noteBody("after the crash")
+		insert("same", writeFingerprint(body))
+		insert("other", writeFingerprint(noteBody("the crashed request's body")))
+		executed(t, w.send(t, a, "POST", writePath, body, "same"))
+		executed(t, w.send(t, a, "POST", writePath, body, "other"))
+		rowsOf(t, w, 2)
 		var states []string
 		if err := w.db.Table("sigv1_idempotency").Order("idem_key").Pluck("state", &states).Error; err != nil {
 			t.Fatal(err)
@@ -464,16 +464,16 @@ VALUES (?, ?, ?, ?, 'running', ?, ?, 0, NULL)`, a.AgentID, key, fingerprint, "00
 // the key over, the first write cannot complete its claim (errClaimLost) and rolls back: one row, and
 // the key replays the retry's response.
 func TestIdempotencyClaimLostRollsBackTheWrite(t *testing.T) {
-	gtOnPostgres(t, func(t *testing.T, dialect string) {
+	onPostgres(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "overtaken")
-		body := gtNote("overtaken")
-		release, done := gtHold(t, w, a, body, "lease")
+		body := noteBody("overtaken")
+		release, done := hold(t, w, a, body, "lease")
 		defer release()
 
 		w.clock.Add(w.cfg.IdempotencyLease + time.Second)
 		retry := w.send(t, a, "POST", writePath, body, "lease")
-		gtExecuted(t, retry)
+		executed(t, retry)
 		release()
 		lost := <-done
 		t.Logf("the overtaken write answered %d %q", lost.Status, lost.Code)
@@ -485,9 +485,9 @@ func TestIdempotencyClaimLostRollsBackTheWrite(t *testing.T) {
 		if lost.Header.Get("Retry-After") != "1" {
 			t.Fatalf("Retry-After %q", lost.Header.Get("Retry-After"))
 		}
-		gtRows(t, w, 1)
-		gtReplayed(t, w.send(t, a, "POST", writePath, body, "lease"), retry)
-		gtRows(t, w, 1)
+		rowsOf(t, w, 1)
+		replayed(t, w.send(t, a, "POST", writePath, body, "lease"), retry)
+		rowsOf(t, w, 1)
 	})
 }
 
@@ -497,25 +497,25 @@ func TestIdempotencyFailedWriteFreesKey(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "retrier")
-		body := gtNote("retry me")
+		body := noteBody("retry me")
 		req := signed(t, a, "POST", writePath, body, "retry")
 		req.Header.Set("X-Test-Fail", "1")
 		testkit.Expect(t, w.serve(req), 500, "internal_error")
-		gtRows(t, w, 0)
-		if n := gtCount(t, w.db, "sigv1_idempotency"); n != 0 {
+		rowsOf(t, w, 0)
+		if n := testkit.CountRows(t, w.db, "sigv1_idempotency", ""); n != 0 {
 			t.Fatalf("a failed write left %d idempotency rows", n)
 		}
 		orig := w.send(t, a, "POST", writePath, body, "retry")
-		gtExecuted(t, orig)
-		gtReplayed(t, w.send(t, a, "POST", writePath, body, "retry"), orig)
-		gtRows(t, w, 1)
+		executed(t, orig)
+		replayed(t, w.send(t, a, "POST", writePath, body, "retry"), orig)
+		rowsOf(t, w, 1)
 
 		// A failure with a different body does not hold the key either.
-		req = signed(t, a, "POST", writePath, gtNote("wrong"), "retry-2")
+		req = signed(t, a, "POST", writePath, noteBody("wrong"), "retry-2")
 		req.Header.Set("X-Test-Fail", "1")
 		testkit.Expect(t, w.serve(req), 500, "internal_error")
-		gtExecuted(t, w.send(t, a, "POST", writePath, gtNote("right"), "retry-2"))
-		gtRows(t, w, 2)
+		executed(t, w.send(t, a, "POST", writePath, noteBody("right"), "retry-2"))
+		rowsOf(t, w, 2)
 	})
 }
 
@@ -525,14 +525,14 @@ func TestIdempotencyStoredResponseExpires(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "expirer")
-		body := gtNote("daily")
+		body := noteBody("daily")
 		orig := w.send(t, a, "POST", writePath, body, "daily")
-		gtExecuted(t, orig)
+		executed(t, orig)
 		w.clock.Add(sigv1.ResponseTTL - time.Second)
-		gtReplayed(t, w.send(t, a, "POST", writePath, body, "daily"), orig)
+		replayed(t, w.send(t, a, "POST", writePath, body, "daily"), orig)
 		w.clock.Add(2 * time.Second) // 24 h + 1 s
-		gtExecuted(t, w.send(t, a, "POST", writePath, body, "daily"))
-		gtRows(t, w, 2)
+		executed(t, w.send(t, a, "POST", writePath, body, "daily"))
+		rowsOf(t, w, 2)
 	})
 }
 
@@ -543,11 +543,11 @@ func TestIdempotencyKeyScopedPerAgent(t *testing.T) {
 		a := w.newAgent(t, "scoped-a")
 		b := w.agentIn(t, a.OrgID, "scoped-b")
 		c := w.newAgent(t, "scoped-c")
-		body := gtNote("shared key")
+		body := noteBody("shared key")
 		for _, ag := range []agent{a, b, c} {
-			gtExecuted(t, w.send(t, ag, "POST", writePath, body, "shared"))
+			executed(t, w.send(t, ag, "POST", writePath, body, "shared"))
 		}
-		gtRows(t, w, 3)
+		rowsOf(t, w, 3)
 	})
 }
 
@@ -563,7 +563,7 @@ func TestIdempotencyConcurrentAcrossNodes(t *testing.T) {
 		for _, s := range servers {
 			defer s.Close()
 		}
-		body := gtNote("stampede")
+		body := noteBody("stampede")
 		const n = 50
 		results := make([]testkit.Result, n)
 		errs := make([]error, n)
@@ -573,7 +573,7 @@ func TestIdempotencyConcurrentAcrossNodes(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				s := servers[i%2]
-				results[i], errs[i] = gtNetSend(s.Client(), s.URL, a, writePath, body, "one-key", nil)
+				results[i], errs[i] = netSend(s.Client(), s.URL, a, writePath, body, "one-key", nil)
 			})
 		}
 		close(start)
@@ -604,17 +604,17 @@ func TestIdempotencyConcurrentAcrossNodes(t *testing.T) {
 			}
 		}
 		t.Logf("%s: 1 ran, %d replays, %d in flight", dialect, replays, inFlight)
-		gtRows(t, w, 1)
-		if n := gtCount(t, w.db, "sigv1_idempotency"); n != 1 {
+		rowsOf(t, w, 1)
+		if n := testkit.CountRows(t, w.db, "sigv1_idempotency", ""); n != 1 {
 			t.Fatalf("%d idempotency rows", n)
 		}
 		// After the storm the key replays on both nodes.
 		for _, s := range servers {
-			r, err := gtNetSend(s.Client(), s.URL, a, writePath, body, "one-key", nil)
+			r, err := netSend(s.Client(), s.URL, a, writePath, body, "one-key", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			gtReplayed(t, r, originals[0])
+			replayed(t, r, originals[0])
 		}
 	})
 }
@@ -623,7 +623,7 @@ func TestIdempotencyConcurrentAcrossNodes(t *testing.T) {
 // claimed the key is held inside its transaction: the 49 others all get 409 in flight with Retry-After
 // 1; once the first completes, retries on both nodes replay it; one row.
 func TestIdempotencyConcurrentWhileFirstHeld(t *testing.T) {
-	gtOnPostgres(t, func(t *testing.T, dialect string) {
+	onPostgres(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "held-storm")
 		second := newNode(t, w.db, w.clock)
@@ -634,7 +634,7 @@ func TestIdempotencyConcurrentWhileFirstHeld(t *testing.T) {
 		var once sync.Once
 		release := func() { once.Do(func() { w.writes.open("storm"); second.writes.open("storm") }) }
 		defer release()
-		body := gtNote("held storm")
+		body := noteBody("held storm")
 		hold := map[string]string{"X-Test-Wait": "storm"}
 		const n = 50
 		results := make([]testkit.Result, n)
@@ -647,7 +647,7 @@ func TestIdempotencyConcurrentWhileFirstHeld(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				s := servers[i%2]
-				results[i], errs[i] = gtNetSend(s.Client(), s.URL, a, writePath, body, "storm-key", hold)
+				results[i], errs[i] = netSend(s.Client(), s.URL, a, writePath, body, "storm-key", hold)
 				if errs[i] == nil && results[i].Status == 409 {
 					others.Done()
 				} else {
@@ -679,7 +679,7 @@ func TestIdempotencyConcurrentWhileFirstHeld(t *testing.T) {
 			case r.Status == 201:
 				ran++
 				orig = r
-				gtExecuted(t, r)
+				executed(t, r)
 			case r.Status == 409 && r.Code == "idempotency_request_in_flight" && r.Header.Get("Retry-After") == "1":
 			default:
 				t.Errorf("request %d: %d %q %s", i, r.Status, r.Code, r.Body)
@@ -689,12 +689,12 @@ func TestIdempotencyConcurrentWhileFirstHeld(t *testing.T) {
 			t.Fatalf("%d requests ran, want 1", ran)
 		}
 		for _, s := range servers {
-			r, err := gtNetSend(s.Client(), s.URL, a, writePath, body, "storm-key", nil)
+			r, err := netSend(s.Client(), s.URL, a, writePath, body, "storm-key", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			gtReplayed(t, r, orig)
+			replayed(t, r, orig)
 		}
-		gtRows(t, w, 1)
+		rowsOf(t, w, 1)
 	})
 }

@@ -140,7 +140,7 @@ func operate(t *testing.T, url string, replicas []*replica, a agent, args ...str
 					path = plannedPath
 				}
 				idem := fmt.Sprintf("op-%d", writeSeq.Add(1))
-				req := request(http.MethodPost, path, gtNote("op"), idem)
+				req := request(http.MethodPost, path, noteBody("op"), idem)
 				if err := a.Signer.Sign(req); err != nil {
 					mu.Lock()
 					signErr = err
@@ -175,7 +175,7 @@ func settle(t *testing.T, replicas []*replica, a agent, status int, code string)
 	t.Helper()
 	for _, r := range replicas {
 		eventually(t, 10*time.Second, "replica "+r.name+" serves from memory, answering "+fmt.Sprint(status, " ", code), func() bool {
-			res := r.node.send(t, a, http.MethodPost, writePath, gtNote("settle"), fmt.Sprintf("settle-%d", writeSeq.Add(1)))
+			res := r.node.send(t, a, http.MethodPost, writePath, noteBody("settle"), fmt.Sprintf("settle-%d", writeSeq.Add(1)))
 			return res.Status == status && res.Code == code && r.memory.Fresh()
 		})
 	}

@@ -18,9 +18,9 @@ import (
 	"github.com/svcforum/svc/testkit"
 )
 
-// gtForger returns a as someone without its private key: same agent and key ids, another key, so
+// forger returns a as someone without its private key: same agent and key ids, another key, so
 // every signature fails (401 signature_mismatch).
-func gtForger(w *world, a agent) agent {
+func forger(w *world, a agent) agent {
 	seed := sha256.Sum256([]byte("not the key of " + a.Handle))
 	f := a
 	f.Key = ed25519.NewKeyFromSeed(seed[:])
@@ -28,10 +28,10 @@ func gtForger(w *world, a agent) agent {
 	return f
 }
 
-// gtFrom builds a signed conformance request from the client address addr.
-func gtFrom(t testing.TB, a agent, addr string, n int) *http.Request {
+// fromKey builds a signed conformance request from the client address addr.
+func fromKey(t testing.TB, a agent, addr string, n int) *http.Request {
 	t.Helper()
-	req := signed(t, a, "POST", "/conformance", gtEcho, "from-"+itoa(n))
+	req := signed(t, a, "POST", "/conformance", echoBody, "from-"+itoa(n))
 	req.RemoteAddr = addr
 	return req
 }
@@ -45,27 +45,27 @@ func TestLimitAttemptsAcrossNodes(t *testing.T) {
 		w := newWorld(t, dialect, opt)
 		second := newNode(t, w.db, w.clock, opt)
 		a := w.newAgent(t, "bursty")
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "1"), 200, "")
-		testkit.Expect(t, second.send(t, a, "POST", "/conformance", gtEcho, "2"), 200, "")
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "3"), 200, "")
-		r := second.send(t, a, "POST", "/conformance", gtEcho, "4")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, "1"), 200, "")
+		testkit.Expect(t, second.send(t, a, "POST", "/conformance", echoBody, "2"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, "3"), 200, "")
+		r := second.send(t, a, "POST", "/conformance", echoBody, "4")
 		testkit.Expect(t, r, 429, "rate_limited")
-		if s := gtRetryAfter(t, r); s > int(w.cfg.RateWindow/time.Second) {
+		if s := retryAfter(t, r); s > int(w.cfg.RateWindow/time.Second) {
 			t.Fatalf("Retry-After %d exceeds the window", s)
 		}
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("limited"), "5"), 429, "rate_limited")
-		gtRows(t, w, 0)
-		if n := gtCount(t, w.db, "sigv1_idempotency"); n != 0 {
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("limited"), "5"), 429, "rate_limited")
+		rowsOf(t, w, 0)
+		if n := testkit.CountRows(t, w.db, "sigv1_idempotency", ""); n != 0 {
 			t.Fatalf("a rate-limited write left %d idempotency rows", n)
 		}
 		// Another agent has its own limit.
 		b := w.newAgent(t, "calm")
-		testkit.Expect(t, second.send(t, b, "POST", "/conformance", gtEcho, "6"), 200, "")
+		testkit.Expect(t, second.send(t, b, "POST", "/conformance", echoBody, "6"), 200, "")
 
 		w.clock.Add(w.cfg.RateWindow)
-		testkit.Expect(t, second.send(t, a, "POST", "/conformance", gtEcho, "7"), 200, "")
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("next window"), "8"), 201, "")
-		gtRows(t, w, 1)
+		testkit.Expect(t, second.send(t, a, "POST", "/conformance", echoBody, "7"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("next window"), "8"), 201, "")
+		rowsOf(t, w, 1)
 	})
 }
 
@@ -77,16 +77,16 @@ func TestLimitRetryAfterRoundsUpToWindowEnd(t *testing.T) {
 		a := w.newAgent(t, "waiter")
 		// The test clock starts on a window boundary; go 44.5 s into the window.
 		w.clock.Add(44500 * time.Millisecond)
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "1"), 200, "")
-		r := w.send(t, a, "POST", "/conformance", gtEcho, "2")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, "1"), 200, "")
+		r := w.send(t, a, "POST", "/conformance", echoBody, "2")
 		testkit.Expect(t, r, 429, "rate_limited")
-		if s := gtRetryAfter(t, r); s != 16 {
+		if s := retryAfter(t, r); s != 16 {
 			t.Fatalf("Retry-After %d, want 16 (15.5 s left, rounded up)", s)
 		}
 		w.clock.Add(15 * time.Second)
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "3"), 429, "rate_limited")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, "3"), 429, "rate_limited")
 		w.clock.Add(time.Second)
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "4"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, "4"), 200, "")
 	})
 }
 
@@ -111,7 +111,7 @@ func TestLimitConcurrentBurstAcrossNodes(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				s := servers[i%2]
-				results[i], errs[i] = gtNetSend(s.Client(), s.URL, a, "/conformance", gtEcho, "b"+itoa(i), nil)
+				results[i], errs[i] = netSend(s.Client(), s.URL, a, "/conformance", echoBody, "b"+itoa(i), nil)
 			})
 		}
 		close(start)
@@ -141,18 +141,18 @@ func TestLimitWritesPerWindow(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect, func(c *sigv1.Config) { c.WritesPerWindow = 2 })
 		a := w.newAgent(t, "writer")
-		gtExecuted(t, w.send(t, a, "POST", writePath, gtNote("1"), "1"))
-		gtExecuted(t, w.send(t, a, "POST", writePath, gtNote("2"), "2"))
-		r := w.send(t, a, "POST", writePath, gtNote("3"), "3")
+		executed(t, w.send(t, a, "POST", writePath, noteBody("1"), "1"))
+		executed(t, w.send(t, a, "POST", writePath, noteBody("2"), "2"))
+		r := w.send(t, a, "POST", writePath, noteBody("3"), "3")
 		testkit.Expect(t, r, 429, "rate_limited")
-		gtRetryAfter(t, r)
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "4"), 200, "")
+		retryAfter(t, r)
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, "4"), 200, "")
 		r = w.send(t, a, "POST", "/write-admission", []byte(`{}`), "5")
 		testkit.Expect(t, r, 200, "")
 		if m := r.JSON(t); m["admitted"] != false {
 			t.Fatalf("write-admission: %s", r.Body)
 		}
-		gtRows(t, w, 2)
+		rowsOf(t, w, 2)
 	})
 }
 
@@ -169,12 +169,12 @@ func TestLimitWriteAdmissionUncounted(t *testing.T) {
 				t.Fatalf("write-admission %d: %s", i, r.Body)
 			}
 		}
-		if h := gtHits(t, w.db); h != 0 {
+		if h := windowHits(t, w.db); h != 0 {
 			t.Fatalf("write-admission counted %d hits", h)
 		}
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "c1"), 200, "")
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "c2"), 200, "")
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "c3"), 429, "rate_limited")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, "c1"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, "c2"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, "c3"), 429, "rate_limited")
 		r := w.send(t, a, "POST", "/write-admission", []byte(`{}`), "q-last")
 		testkit.Expect(t, r, 200, "")
 		b, _ := r.JSON(t)["blocked_by"].(map[string]any)
@@ -192,17 +192,17 @@ func TestLimitFailedAuthPerAddress(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect, func(c *sigv1.Config) { c.FailedAuthPerWindow = 3 })
 		a := w.newAgent(t, "victim")
-		forger := gtForger(w, a)
+		forger := forger(w, a)
 		const bad, other = "203.0.113.7:1234", "198.51.100.9:4321"
 		n := 0
 		next := func() int { n++; return n }
 		for range 3 {
-			testkit.Expect(t, w.serve(gtFrom(t, forger, bad, next())), 401, "signature_mismatch")
+			testkit.Expect(t, w.serve(fromKey(t, forger, bad, next())), 401, "signature_mismatch")
 		}
-		r := w.serve(gtFrom(t, forger, bad, next()))
+		r := w.serve(fromKey(t, forger, bad, next()))
 		testkit.Expect(t, r, 429, "rate_limited")
-		gtRetryAfter(t, r)
-		testkit.Expect(t, w.serve(gtFrom(t, forger, other, next())), 401, "signature_mismatch")
+		retryAfter(t, r)
+		testkit.Expect(t, w.serve(fromKey(t, forger, other, next())), 401, "signature_mismatch")
 
 		for _, h := range []map[string]string{
 			{"X-Forwarded-For": "198.51.100.200"},
@@ -210,20 +210,20 @@ func TestLimitFailedAuthPerAddress(t *testing.T) {
 			{"X-Real-IP": "198.51.100.203"},
 			{"X-Forwarded-For": "192.0.2.99", "X-Real-IP": "192.0.2.98", "Forwarded": "for=192.0.2.97"},
 		} {
-			req := gtFrom(t, forger, bad, next())
+			req := fromKey(t, forger, bad, next())
 			for k, v := range h {
 				req.Header.Set(k, v)
 			}
 			testkit.Expect(t, w.serve(req), 429, "rate_limited")
 		}
 		// Spoofing the limited address from elsewhere does not borrow its count either.
-		req := gtFrom(t, forger, other, next())
+		req := fromKey(t, forger, other, next())
 		req.Header.Set("X-Forwarded-For", "203.0.113.7")
 		testkit.Expect(t, w.serve(req), 401, "signature_mismatch")
 
-		testkit.Expect(t, w.serve(gtFrom(t, a, bad, next())), 200, "")
+		testkit.Expect(t, w.serve(fromKey(t, a, bad, next())), 200, "")
 		w.clock.Add(w.cfg.RateWindow)
-		testkit.Expect(t, w.serve(gtFrom(t, forger, bad, next())), 401, "signature_mismatch")
+		testkit.Expect(t, w.serve(fromKey(t, forger, bad, next())), 401, "signature_mismatch")
 	})
 }
 
@@ -233,16 +233,16 @@ func TestLimitRefusedWriteLeavesKeyFree(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect, func(c *sigv1.Config) { c.WritesPerWindow = 1 })
 		a := w.newAgent(t, "patient")
-		gtExecuted(t, w.send(t, a, "POST", writePath, gtNote("first"), "k1"))
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("second"), "k2"), 429, "rate_limited")
-		gtRows(t, w, 1)
+		executed(t, w.send(t, a, "POST", writePath, noteBody("first"), "k1"))
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("second"), "k2"), 429, "rate_limited")
+		rowsOf(t, w, 1)
 		var n int64
 		if err := w.db.Table("sigv1_idempotency").Where("idem_key = ?", "k2").Count(&n).Error; err != nil || n != 0 {
 			t.Fatalf("the refused write's key: %d rows, %v", n, err)
 		}
 		w.clock.Add(w.cfg.RateWindow)
-		gtExecuted(t, w.send(t, a, "POST", writePath, gtNote("second"), "k2"))
-		gtRows(t, w, 2)
+		executed(t, w.send(t, a, "POST", writePath, noteBody("second"), "k2"))
+		rowsOf(t, w, 2)
 	})
 }
 
@@ -254,19 +254,19 @@ func TestLimitStoreUnavailableFailsClosed(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "storeless")
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "before"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, "before"), 200, "")
 		if err := w.db.Exec("DROP TABLE sigv1_rate_windows").Error; err != nil {
 			t.Fatal(err)
 		}
-		r := w.send(t, a, "POST", "/conformance", gtEcho, "after")
+		r := w.send(t, a, "POST", "/conformance", echoBody, "after")
 		testkit.Expect(t, r, 503, "not_ready")
-		gtRetryAfter(t, r)
-		r = w.send(t, a, "POST", writePath, gtNote("uncounted"), "w")
+		retryAfter(t, r)
+		r = w.send(t, a, "POST", writePath, noteBody("uncounted"), "w")
 		testkit.Expect(t, r, 503, "not_ready")
-		gtRetryAfter(t, r)
-		gtRows(t, w, 0)
-		testkit.Expect(t, w.serve(signed(t, gtForger(w, a), "POST", "/conformance", gtEcho, "forged")), 401, "signature_mismatch")
-		malformed := signed(t, a, "POST", "/conformance", gtEcho, "malformed")
+		retryAfter(t, r)
+		rowsOf(t, w, 0)
+		testkit.Expect(t, w.serve(signed(t, forger(w, a), "POST", "/conformance", echoBody, "forged")), 401, "signature_mismatch")
+		malformed := signed(t, a, "POST", "/conformance", echoBody, "malformed")
 		malformed.Header.Set(sigv1.HeaderNonce, "short")
 		testkit.Expect(t, w.serve(malformed), 400, "malformed_signature_headers")
 	})
@@ -284,7 +284,7 @@ func TestLimitStoreUnavailableWriteAdmissionNot500(t *testing.T) {
 		}
 		r := w.send(t, a, "POST", "/write-admission", []byte(`{}`), "adm")
 		testkit.Expect(t, r, 503, "not_ready")
-		gtRetryAfter(t, r)
+		retryAfter(t, r)
 	})
 }
 

@@ -61,7 +61,7 @@ func writeAnswers(t *testing.T, w *world, a agent, status int, code string) func
 	n := 0
 	return func() bool {
 		n++
-		r := w.send(t, a, "POST", writePath, gtNote("m"), "mem-"+strconv.Itoa(n))
+		r := w.send(t, a, "POST", writePath, noteBody("m"), "mem-"+strconv.Itoa(n))
 		return r.Status == status && (code == "" || r.Code == code)
 	}
 }
@@ -91,7 +91,7 @@ func TestMemorySeesChangesMadeElsewhere(t *testing.T) {
 		// A key added elsewhere after the snapshot works at once (looked up in the database), and its
 		// revocation applies.
 		b := w.newAgent(t, "newcomer")
-		testkit.Expect(t, w.send(t, b, "POST", writePath, gtNote("b"), "b1"), 201, "")
+		testkit.Expect(t, w.send(t, b, "POST", writePath, noteBody("b"), "b1"), 201, "")
 		elsewhere(t, w, `UPDATE sigv1_keys SET state = ? WHERE id = ?`, sigv1.KeyRevoked, b.KeyID)
 		eventually(t, 5*time.Second, "the revocation applies", writeAnswers(t, w, b, 403, "key_revoked"))
 		if !m.Fresh() {
@@ -140,9 +140,9 @@ func TestMemoryFallsBackToTheDatabaseWhenReloadsFail(t *testing.T) {
 		eventually(t, 5*time.Second, "the memory goes stale", func() bool { return !m.Fresh() })
 		// Stale: every check reads the database, so a change made elsewhere applies at once.
 		elsewhere(t, w, `INSERT INTO sigv1_switches (name, set_at) VALUES (?, ?)`, "freeze:all", time.Now())
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("f"), "f1"), 403, "writes_frozen")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("f"), "f1"), 403, "writes_frozen")
 		elsewhere(t, w, `DELETE FROM sigv1_switches WHERE name = ?`, "freeze:all")
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("f"), "f2"), 201, "")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("f"), "f2"), 201, "")
 
 		m.FailLoads(false)
 		eventually(t, 5*time.Second, "the memory is fresh again", m.Fresh)
@@ -201,7 +201,7 @@ func TestMemoryServesTheGuardWithoutTheDatabase(t *testing.T) {
 		eventually(t, 5*time.Second, "a write checked from memory", func() bool {
 			n++
 			before := reads.n.Load()
-			r := w.serve(reads.marked(signed(t, a, "POST", writePath, gtNote("m"), "fresh-"+strconv.Itoa(n))))
+			r := w.serve(reads.marked(signed(t, a, "POST", writePath, noteBody("m"), "fresh-"+strconv.Itoa(n))))
 			if r.Status != 201 {
 				t.Fatalf("write: %d %s", r.Status, r.Body)
 			}
@@ -211,7 +211,7 @@ func TestMemoryServesTheGuardWithoutTheDatabase(t *testing.T) {
 		m.FailLoads(true)
 		eventually(t, 5*time.Second, "the memory goes stale", func() bool { return !m.Fresh() })
 		before := reads.n.Load()
-		testkit.Expect(t, w.serve(reads.marked(signed(t, a, "POST", writePath, gtNote("s"), "stale"))), 201, "")
+		testkit.Expect(t, w.serve(reads.marked(signed(t, a, "POST", writePath, noteBody("s"), "stale"))), 201, "")
 		if got := reads.n.Load() - before; got < 3 {
 			t.Fatalf("a write checked while the memory is stale read the state %d times, want the gate, the key and the freezes", got)
 		}

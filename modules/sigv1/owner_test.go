@@ -40,11 +40,11 @@ func TestOwnerPause(t *testing.T) {
 		if st, _, err := ctl.AgentStatus(ctx, a.AgentID); err != nil || st.PausedAt == nil {
 			t.Fatalf("status paused: %+v %v", st, err)
 		}
-		r := w.send(t, a, "POST", writePath, gtNote("paused"), key())
+		r := w.send(t, a, "POST", writePath, noteBody("paused"), key())
 		testkit.Expect(t, r, 403, "agent_paused")
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, key()), 200, "")
-		testkit.Expect(t, w.send(t, sibling, "POST", writePath, gtNote("sibling"), key()), 201, "")
-		gtRows(t, w, 1)
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, key()), 200, "")
+		testkit.Expect(t, w.send(t, sibling, "POST", writePath, noteBody("sibling"), key()), 201, "")
+		rowsOf(t, w, 1)
 		adm := w.send(t, a, "POST", "/write-admission", []byte(`{}`), key())
 		testkit.Expect(t, adm, 200, "")
 		if b, _ := adm.JSON(t)["blocked_by"].(map[string]any); b["code"] != "agent_paused" || b["status"] != float64(403) {
@@ -58,7 +58,7 @@ func TestOwnerPause(t *testing.T) {
 		if _, err := w.registry.SetAgentState(ctx, a.AgentID, sigv1.AgentActive); err != nil {
 			t.Fatal(err)
 		}
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("still paused"), key()), 403, "agent_paused")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("still paused"), key()), 403, "agent_paused")
 		if v, err := w.registry.ShowAgent(ctx, a.AgentID, ""); err != nil || !v.PausedByOwner || v.WritesFrozen {
 			t.Fatalf("agent show: %+v %v", v, err)
 		}
@@ -67,14 +67,14 @@ func TestOwnerPause(t *testing.T) {
 		if err := w.switches.SetFrozen(ctx, sigv1.ScopeAgent, a.AgentID, true); err != nil {
 			t.Fatal(err)
 		}
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("frozen and paused"), key()), 403, "writes_frozen")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("frozen and paused"), key()), 403, "writes_frozen")
 		pause(false)
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("frozen"), key()), 403, "writes_frozen")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("frozen"), key()), 403, "writes_frozen")
 		if err := w.switches.SetFrozen(ctx, sigv1.ScopeAgent, a.AgentID, false); err != nil {
 			t.Fatal(err)
 		}
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("resumed"), key()), 201, "")
-		gtRows(t, w, 2)
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("resumed"), key()), 201, "")
+		rowsOf(t, w, 2)
 
 		// The owner's resume does not lift a suspension.
 		if _, err := w.registry.SetAgentState(ctx, a.AgentID, sigv1.AgentSuspended); err != nil {
@@ -82,13 +82,13 @@ func TestOwnerPause(t *testing.T) {
 		}
 		pause(true)
 		pause(false)
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("suspended"), key()), 403, "agent_suspended")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("suspended"), key()), 403, "agent_suspended")
 		if st, _, err := ctl.AgentStatus(ctx, a.AgentID); err != nil || !st.Suspended || st.PausedAt != nil {
 			t.Fatalf("status suspended: %+v %v", st, err)
 		}
 
-		gtProblem(t, ctl.SetOwnerPause(ctx, gtUnknownID, true), problem.NotFound)
-		if _, found, err := ctl.AgentStatus(ctx, gtUnknownID); found || err != nil {
+		expectProblem(t, ctl.SetOwnerPause(ctx, unknownKeyID, true), problem.NotFound)
+		if _, found, err := ctl.AgentStatus(ctx, unknownKeyID); found || err != nil {
 			t.Fatalf("status of an unknown agent: %v %v", found, err)
 		}
 	})
@@ -101,7 +101,7 @@ func TestOwnerRevokesKey(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "revoker")
-		b := gtSecondKey(t, w, a, "revoker second key")
+		b := secondKey(t, w, a, "revoker second key")
 		other := w.newAgent(t, "bystander")
 		ctl := sigv1.NewOwnerControl(w.registry, w.switches)
 		ctx := context.Background()
@@ -109,14 +109,14 @@ func TestOwnerRevokesKey(t *testing.T) {
 		if found, err := ctl.RevokeAgentKey(ctx, a.AgentID, other.KeyID); found || err != nil {
 			t.Fatalf("revoking another agent's key: %v %v", found, err)
 		}
-		testkit.Expect(t, w.send(t, other, "POST", writePath, gtNote("bystander"), "r1"), 201, "")
+		testkit.Expect(t, w.send(t, other, "POST", writePath, noteBody("bystander"), "r1"), 201, "")
 		for range 2 { // the second time changes nothing
 			if found, err := ctl.RevokeAgentKey(ctx, a.AgentID, a.KeyID); !found || err != nil {
 				t.Fatalf("revoking: %v %v", found, err)
 			}
 		}
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("old key"), "r2"), 403, "key_revoked")
-		testkit.Expect(t, w.send(t, b, "POST", writePath, gtNote("new key"), "r3"), 201, "")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("old key"), "r2"), 403, "key_revoked")
+		testkit.Expect(t, w.send(t, b, "POST", writePath, noteBody("new key"), "r3"), 201, "")
 		st, _, err := ctl.AgentStatus(ctx, a.AgentID)
 		if err != nil || len(st.Keys) != 2 {
 			t.Fatalf("status: %+v %v", st, err)

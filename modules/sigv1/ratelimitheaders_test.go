@@ -11,12 +11,12 @@ import (
 	"github.com/svcforum/svc/testkit"
 )
 
-// rlMember is one member of a RateLimit-Policy or RateLimit field as the guard writes it: a String
+// limitMember is one member of a RateLimit-Policy or RateLimit field as the guard writes it: a String
 // naming the policy, then Integer parameters (draft-ietf-httpapi-ratelimit-headers, RFC 9651 syntax).
-var rlMember = regexp.MustCompile(`^"([a-z-]+)"((?:;[a-z]+=[0-9]+)+)$`)
+var limitMember = regexp.MustCompile(`^"([a-z-]+)"((?:;[a-z]+=[0-9]+)+)$`)
 
-// rlFields parses a field of the guard's into policy -> parameter -> value; an empty field is nil.
-func rlFields(t testing.TB, r testkit.Result, name string) map[string]map[string]int {
+// fields parses a field of the guard's into policy -> parameter -> value; an empty field is nil.
+func fields(t testing.TB, r testkit.Result, name string) map[string]map[string]int {
 	t.Helper()
 	vs := r.Header.Values(name)
 	if len(vs) == 0 {
@@ -27,7 +27,7 @@ func rlFields(t testing.TB, r testkit.Result, name string) map[string]map[string
 	}
 	out := map[string]map[string]int{}
 	for _, m := range regexp.MustCompile(`, `).Split(vs[0], -1) {
-		g := rlMember.FindStringSubmatch(m)
+		g := limitMember.FindStringSubmatch(m)
 		if g == nil {
 			t.Fatalf("%s: member %q is not a String with Integer parameters", name, m)
 		}
@@ -41,11 +41,11 @@ func rlFields(t testing.TB, r testkit.Result, name string) map[string]map[string
 	return out
 }
 
-// rlExpect checks the policies and the windows r announces: want maps each policy to its "r" and
+// expect checks the policies and the windows r announces: want maps each policy to its "r" and
 // "t" (nil: the policy is stated but the request did not count against it).
-func rlExpect(t testing.TB, r testkit.Result, policies map[string][2]int, left map[string][2]int) {
+func expect(t testing.TB, r testkit.Result, policies map[string][2]int, left map[string][2]int) {
 	t.Helper()
-	gotP, gotL := rlFields(t, r, sigv1.HeaderRateLimitPolicy), rlFields(t, r, sigv1.HeaderRateLimit)
+	gotP, gotL := fields(t, r, sigv1.HeaderRateLimitPolicy), fields(t, r, sigv1.HeaderRateLimit)
 	if len(gotP) != len(policies) || len(gotL) != len(left) {
 		t.Fatalf("RateLimit-Policy %q, RateLimit %q: want policies %v, windows %v", r.Header.Get(sigv1.HeaderRateLimitPolicy), r.Header.Get(sigv1.HeaderRateLimit), policies, left)
 	}
@@ -73,52 +73,52 @@ func TestRateLimitFields(t *testing.T) {
 		attempts, writes := [2]int{4, 60}, [2]int{2, 60}
 		w.clock.Add(20500 * time.Millisecond) // 39.5 s left in the window: t is 40
 
-		r := w.send(t, a, "POST", "/conformance", gtEcho, "c-1")
+		r := w.send(t, a, "POST", "/conformance", echoBody, "c-1")
 		testkit.Expect(t, r, 200, "")
-		rlExpect(t, r, map[string][2]int{"attempts": attempts}, map[string][2]int{"attempts": {3, 40}})
+		expect(t, r, map[string][2]int{"attempts": attempts}, map[string][2]int{"attempts": {3, 40}})
 
-		r = w.send(t, a, "POST", writePath, gtNote("one"), "w-1")
+		r = w.send(t, a, "POST", writePath, noteBody("one"), "w-1")
 		testkit.Expect(t, r, 201, "")
-		rlExpect(t, r, map[string][2]int{"attempts": attempts, "writes": writes}, map[string][2]int{"attempts": {2, 40}, "writes": {1, 40}})
+		expect(t, r, map[string][2]int{"attempts": attempts, "writes": writes}, map[string][2]int{"attempts": {2, 40}, "writes": {1, 40}})
 
-		r = w.send(t, a, "POST", writePath, gtNote("one"), "w-1")
+		r = w.send(t, a, "POST", writePath, noteBody("one"), "w-1")
 		testkit.Expect(t, r, 201, "")
 		if r.Header.Get(sigv1.HeaderReplayed) != "true" {
 			t.Fatal("the same key and body again is not a replay")
 		}
-		rlExpect(t, r, map[string][2]int{"attempts": attempts, "writes": writes}, map[string][2]int{"attempts": {1, 40}, "writes": {0, 40}})
+		expect(t, r, map[string][2]int{"attempts": attempts, "writes": writes}, map[string][2]int{"attempts": {1, 40}, "writes": {0, 40}})
 
 		r = w.send(t, a, "POST", "/write-admission", []byte(`{}`), "adm-1")
 		testkit.Expect(t, r, 200, "")
-		rlExpect(t, r, nil, nil)
+		expect(t, r, nil, nil)
 
 		// The writes limit refuses the third write: its 429 says so; attempts still counted.
-		r = w.send(t, a, "POST", writePath, gtNote("two"), "w-2")
+		r = w.send(t, a, "POST", writePath, noteBody("two"), "w-2")
 		testkit.Expect(t, r, 429, "rate_limited")
-		rlExpect(t, r, map[string][2]int{"attempts": attempts, "writes": writes}, map[string][2]int{"attempts": {0, 40}, "writes": {0, 40}})
-		if gtRetryAfter(t, r) != 40 {
+		expect(t, r, map[string][2]int{"attempts": attempts, "writes": writes}, map[string][2]int{"attempts": {0, 40}, "writes": {0, 40}})
+		if retryAfter(t, r) != 40 {
 			t.Fatalf("Retry-After %s, RateLimit t=40", r.Header.Get("Retry-After"))
 		}
 
 		// The attempts limit refuses a write before its writes window counts it.
-		r = w.send(t, a, "POST", writePath, gtNote("three"), "w-3")
+		r = w.send(t, a, "POST", writePath, noteBody("three"), "w-3")
 		testkit.Expect(t, r, 429, "rate_limited")
-		rlExpect(t, r, map[string][2]int{"attempts": attempts, "writes": writes}, map[string][2]int{"attempts": {0, 40}})
+		expect(t, r, map[string][2]int{"attempts": attempts, "writes": writes}, map[string][2]int{"attempts": {0, 40}})
 
 		// A replayed nonce counts nothing and states nothing.
 		w.clock.Add(w.cfg.RateWindow)
-		req := signed(t, a, "POST", "/conformance", gtEcho, "c-2")
-		replay := request("POST", "/conformance", gtEcho, "c-2")
+		req := signed(t, a, "POST", "/conformance", echoBody, "c-2")
+		replay := request("POST", "/conformance", echoBody, "c-2")
 		replay.Header = req.Header.Clone()
 		testkit.Expect(t, w.serve(req), 200, "")
 		r = w.serve(replay)
 		testkit.Expect(t, r, 409, "nonce_replayed")
-		rlExpect(t, r, nil, nil)
+		expect(t, r, nil, nil)
 
 		// The new window: full again, less this window's first request.
-		r = w.send(t, a, "POST", "/conformance", gtEcho, "c-3")
+		r = w.send(t, a, "POST", "/conformance", echoBody, "c-3")
 		testkit.Expect(t, r, 200, "")
-		rlExpect(t, r, map[string][2]int{"attempts": attempts}, map[string][2]int{"attempts": {2, 40}})
+		expect(t, r, map[string][2]int{"attempts": attempts}, map[string][2]int{"attempts": {2, 40}})
 	})
 }
 
@@ -127,15 +127,15 @@ func TestRateLimitFields(t *testing.T) {
 func TestRateLimitFieldsFailedAuth(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect, func(c *sigv1.Config) { c.FailedAuthPerWindow = 2 })
-		forger := gtForger(w, w.newAgent(t, "forged"))
+		forger := forger(w, w.newAgent(t, "forged"))
 		const addr = "203.0.113.8:1234"
 		for i := range 2 {
-			r := w.serve(gtFrom(t, forger, addr, i))
+			r := w.serve(fromKey(t, forger, addr, i))
 			testkit.Expect(t, r, 401, "signature_mismatch")
-			rlExpect(t, r, nil, nil)
+			expect(t, r, nil, nil)
 		}
-		r := w.serve(gtFrom(t, forger, addr, 3))
+		r := w.serve(fromKey(t, forger, addr, 3))
 		testkit.Expect(t, r, 429, "rate_limited")
-		rlExpect(t, r, map[string][2]int{"failed-auth": {2, 60}}, map[string][2]int{"failed-auth": {0, gtRetryAfter(t, r)}})
+		expect(t, r, map[string][2]int{"failed-auth": {2, 60}}, map[string][2]int{"failed-auth": {0, retryAfter(t, r)}})
 	})
 }

@@ -23,8 +23,8 @@ import (
 	"github.com/svcforum/svc/testkit"
 )
 
-// gtProblem fails unless err is a problem with code (and its registered status), and returns it.
-func gtProblem(t testing.TB, err error, code problem.Code) *problem.Problem {
+// expectProblem fails unless err is a problem with code (and its registered status), and returns it.
+func expectProblem(t testing.TB, err error, code problem.Code) *problem.Problem {
 	t.Helper()
 	var p *problem.Problem
 	if !errors.As(err, &p) {
@@ -36,14 +36,14 @@ func gtProblem(t testing.TB, err error, code problem.Code) *problem.Problem {
 	return p
 }
 
-// gtPublicKey returns a fresh valid public key, derived from label, in standard base64.
-func gtPublicKey(label string) (string, ed25519.PrivateKey) {
+// publicKey returns a fresh valid public key, derived from label, in standard base64.
+func publicKey(label string) (string, ed25519.PrivateKey) {
 	seed := sha256.Sum256([]byte("registry test key " + label))
 	priv := ed25519.NewKeyFromSeed(seed[:])
 	return base64.StdEncoding.EncodeToString(priv.Public().(ed25519.PublicKey)), priv
 }
 
-const gtUnknownID = "01890000-0000-7000-8000-000000000000"
+const unknownKeyID = "01890000-0000-7000-8000-000000000000"
 
 // TestRegistryCreateOrgNameBounds: 1 to 200 characters, no control characters, not blank, valid UTF-8.
 func TestRegistryCreateOrgNameBounds(t *testing.T) {
@@ -64,7 +64,7 @@ func TestRegistryCreateOrgNameBounds(t *testing.T) {
 		} {
 			t.Run(name, func(t *testing.T) {
 				o, err := w.registry.CreateOrg(ctx, in)
-				p := gtProblem(t, err, problem.ValidationFailed)
+				p := expectProblem(t, err, problem.ValidationFailed)
 				if p.Status != 422 || o.ID != "" {
 					t.Fatalf("status %d, org %+v", p.Status, o)
 				}
@@ -80,7 +80,7 @@ func TestRegistryCreateOrgNameBounds(t *testing.T) {
 				t.Fatalf("stored name %q, %v; want %q", stored, err, in)
 			}
 		}
-		if n := gtCount(t, w.db, "sigv1_orgs"); n != 4 {
+		if n := testkit.CountRows(t, w.db, "sigv1_orgs", ""); n != 4 {
 			t.Fatalf("%d organisations, want 4", n)
 		}
 	})
@@ -100,7 +100,7 @@ func TestRegistryCreateAgent(t *testing.T) {
 			"abc.def", "abé", "ab\x00c", " abc"} {
 			if _, err := w.registry.CreateAgent(ctx, o.ID, h); err == nil {
 				t.Errorf("handle %q accepted", h)
-			} else if p := gtProblem(t, err, problem.ValidationFailed); p.Status != 422 {
+			} else if p := expectProblem(t, err, problem.ValidationFailed); p.Status != 422 {
 				t.Errorf("handle %q: status %d", h, p.Status)
 			}
 		}
@@ -118,14 +118,14 @@ func TestRegistryCreateAgent(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = w.registry.CreateAgent(ctx, other.ID, "abc")
-		if p := gtProblem(t, err, problem.Conflict); p.Status != 409 {
+		if p := expectProblem(t, err, problem.Conflict); p.Status != 409 {
 			t.Fatalf("duplicate handle: status %d", p.Status)
 		}
-		_, err = w.registry.CreateAgent(ctx, gtUnknownID, "orphan")
-		if p := gtProblem(t, err, problem.NotFound); p.Status != 404 {
+		_, err = w.registry.CreateAgent(ctx, unknownKeyID, "orphan")
+		if p := expectProblem(t, err, problem.NotFound); p.Status != 404 {
 			t.Fatalf("unknown org: status %d", p.Status)
 		}
-		if n := gtCount(t, w.db, "sigv1_agents"); n != 5 {
+		if n := testkit.CountRows(t, w.db, "sigv1_agents", ""); n != 5 {
 			t.Fatalf("%d agents, want 5", n)
 		}
 	})
@@ -139,7 +139,7 @@ func TestRegistryAddKeyRefusesPrivateKeys(t *testing.T) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "careless")
 		ctx := context.Background()
-		_, priv := gtPublicKey("leaked")
+		_, priv := publicKey("leaked")
 		der, err := x509.MarshalPKCS8PrivateKey(priv)
 		if err != nil {
 			t.Fatal(err)
@@ -156,7 +156,7 @@ func TestRegistryAddKeyRefusesPrivateKeys(t *testing.T) {
 		} {
 			t.Run(name, func(t *testing.T) {
 				k, err := w.registry.AddKey(ctx, a.AgentID, in)
-				p := gtProblem(t, err, problem.PrivateKeyRefused)
+				p := expectProblem(t, err, problem.PrivateKeyRefused)
 				if p.Status != 422 || k.ID != "" {
 					t.Fatalf("status %d, key %+v", p.Status, k)
 				}
@@ -168,7 +168,7 @@ func TestRegistryAddKeyRefusesPrivateKeys(t *testing.T) {
 				}
 			})
 		}
-		if n := gtCount(t, w.db, "sigv1_keys"); n != 1 {
+		if n := testkit.CountRows(t, w.db, "sigv1_keys", ""); n != 1 {
 			t.Fatalf("%d keys stored, want only the agent's own", n)
 		}
 	})
@@ -193,20 +193,20 @@ func TestRegistryAddKeyRefusesWeakKeys(t *testing.T) {
 			}
 			seen[v.Key] = true
 			_, err := w.registry.AddKey(ctx, a.AgentID, base64.StdEncoding.EncodeToString(mustHex(t, v.Key)))
-			if p := gtProblem(t, err, problem.PublicKeyRejected); p.Status != 422 {
+			if p := expectProblem(t, err, problem.PublicKeyRejected); p.Status != 422 {
 				t.Fatalf("key %s: status %d", v.Key, p.Status)
 			}
 		}
 		if len(seen) == 0 {
 			t.Fatal("no weak keys in the CCTV file: the test shows nothing")
 		}
-		good, _ := gtPublicKey("good")
+		good, _ := publicKey("good")
 		for _, in := range []string{"", strings.TrimSuffix(good, "="), good + "=", " " + good, good + "\n",
 			base64.StdEncoding.EncodeToString(make([]byte, 31)), base64.StdEncoding.EncodeToString(make([]byte, 33))} {
 			_, err := w.registry.AddKey(ctx, a.AgentID, in)
-			gtProblem(t, err, problem.PublicKeyRejected)
+			expectProblem(t, err, problem.PublicKeyRejected)
 		}
-		if n := gtCount(t, w.db, "sigv1_keys"); n != 1 {
+		if n := testkit.CountRows(t, w.db, "sigv1_keys", ""); n != 1 {
 			t.Fatalf("%d keys stored, want only the agent's own", n)
 		}
 		t.Logf("%d distinct weak CCTV keys refused", len(seen))
@@ -221,7 +221,7 @@ func TestRegistryAddKey(t *testing.T) {
 		a := w.newAgent(t, "keyholder")
 		b := w.newAgent(t, "keythief")
 		ctx := context.Background()
-		pub, _ := gtPublicKey("second")
+		pub, _ := publicKey("second")
 		k, err := w.registry.AddKey(ctx, a.AgentID, pub)
 		if err != nil {
 			t.Fatal(err)
@@ -231,16 +231,16 @@ func TestRegistryAddKey(t *testing.T) {
 		}
 		for _, agentID := range []string{a.AgentID, b.AgentID} {
 			_, err := w.registry.AddKey(ctx, agentID, pub)
-			if p := gtProblem(t, err, problem.Conflict); p.Status != 409 {
+			if p := expectProblem(t, err, problem.Conflict); p.Status != 409 {
 				t.Fatalf("duplicate key: status %d", p.Status)
 			}
 		}
-		other, _ := gtPublicKey("third")
-		_, err = w.registry.AddKey(ctx, gtUnknownID, other)
-		if p := gtProblem(t, err, problem.NotFound); p.Status != 404 {
+		other, _ := publicKey("third")
+		_, err = w.registry.AddKey(ctx, unknownKeyID, other)
+		if p := expectProblem(t, err, problem.NotFound); p.Status != 404 {
 			t.Fatalf("unknown agent: status %d", p.Status)
 		}
-		if n := gtCount(t, w.db, "sigv1_keys"); n != 3 {
+		if n := testkit.CountRows(t, w.db, "sigv1_keys", ""); n != 3 {
 			t.Fatalf("%d keys, want 3", n)
 		}
 	})
@@ -263,8 +263,8 @@ func TestRegistryRevokeKeyIdempotent(t *testing.T) {
 			t.Fatalf("revoke again: %+v, %v (first revoked at %v)", again, err, first.RevokedAt)
 		}
 		_, err = w.registry.RevokeKey(ctx, "no-such-key")
-		gtProblem(t, err, problem.NotFound)
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "r"), 403, "key_revoked")
+		expectProblem(t, err, problem.NotFound)
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, "r"), 403, "key_revoked")
 	})
 }
 
@@ -275,8 +275,8 @@ func TestRegistrySetAgentState(t *testing.T) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "stateful")
 		ctx := context.Background()
-		_, err := w.registry.SetAgentState(ctx, gtUnknownID, sigv1.AgentSuspended)
-		gtProblem(t, err, problem.NotFound)
+		_, err := w.registry.SetAgentState(ctx, unknownKeyID, sigv1.AgentSuspended)
+		expectProblem(t, err, problem.NotFound)
 		if _, err := w.registry.SetAgentState(ctx, a.AgentID, "deleted"); err == nil {
 			t.Fatal("state \"deleted\" accepted")
 		}
@@ -286,7 +286,7 @@ func TestRegistrySetAgentState(t *testing.T) {
 				t.Fatalf("set %s: %+v, %v", s, got, err)
 			}
 		}
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "s"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, "s"), 200, "")
 	})
 }
 
@@ -299,18 +299,18 @@ func TestSwitchValidation(t *testing.T) {
 		ctx := context.Background()
 		for _, ch := range []string{"", "public", "EDGE", "edge "} {
 			err := w.switches.SetGate(ctx, ch, false)
-			if p := gtProblem(t, err, problem.ValidationFailed); p.Status != 422 {
+			if p := expectProblem(t, err, problem.ValidationFailed); p.Status != 422 {
 				t.Fatalf("channel %q: status %d", ch, p.Status)
 			}
 		}
-		gtProblem(t, w.switches.SetFrozen(ctx, sigv1.ScopeOrg, gtUnknownID, true), problem.NotFound)
-		gtProblem(t, w.switches.SetFrozen(ctx, sigv1.ScopeAgent, gtUnknownID, true), problem.NotFound)
-		gtProblem(t, w.switches.SetFrozen(ctx, sigv1.ScopeOrg, a.AgentID, true), problem.NotFound) // an agent id is no org id
-		gtProblem(t, w.switches.SetFrozen(ctx, sigv1.ScopeAgent, a.OrgID, true), problem.NotFound) // and vice versa
+		expectProblem(t, w.switches.SetFrozen(ctx, sigv1.ScopeOrg, unknownKeyID, true), problem.NotFound)
+		expectProblem(t, w.switches.SetFrozen(ctx, sigv1.ScopeAgent, unknownKeyID, true), problem.NotFound)
+		expectProblem(t, w.switches.SetFrozen(ctx, sigv1.ScopeOrg, a.AgentID, true), problem.NotFound) // an agent id is no org id
+		expectProblem(t, w.switches.SetFrozen(ctx, sigv1.ScopeAgent, a.OrgID, true), problem.NotFound) // and vice versa
 		if err := w.switches.SetFrozen(ctx, "planet", "", true); err == nil {
 			t.Fatal("scope \"planet\" accepted")
 		}
-		if n := gtCount(t, w.db, "sigv1_switches"); n != 0 {
+		if n := testkit.CountRows(t, w.db, "sigv1_switches", ""); n != 0 {
 			t.Fatalf("refused switches left %d rows", n)
 		}
 
@@ -325,7 +325,7 @@ func TestSwitchValidation(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if n := gtCount(t, w.db, "sigv1_switches"); n != 3 {
+		if n := testkit.CountRows(t, w.db, "sigv1_switches", ""); n != 3 {
 			t.Fatalf("%d switch rows, want 3", n)
 		}
 		if open, err := w.switches.GateOpen(ctx, plugin.ChannelEdge); err != nil || open {
@@ -342,9 +342,9 @@ func TestSwitchValidation(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if n := gtCount(t, w.db, "sigv1_switches"); n != 0 {
+		if n := testkit.CountRows(t, w.db, "sigv1_switches", ""); n != 0 {
 			t.Fatalf("%d switch rows, want 0", n)
 		}
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("all clear"), "c"), 201, "")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("all clear"), "c"), 201, "")
 	})
 }

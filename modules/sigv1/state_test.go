@@ -26,24 +26,14 @@ import (
 	"github.com/svcforum/svc/testkit"
 )
 
-// gtEcho is a valid conformance body.
-var gtEcho = []byte(`{"echo":"x"}`)
+// echoBody is a valid conformance body.
+var echoBody = []byte(`{"echo":"x"}`)
 
-// gtNote is the body of a test write.
-func gtNote(note string) []byte { return fmt.Appendf(nil, `{"note":%q}`, note) }
+// noteBody is the body of a test write.
+func noteBody(note string) []byte { return fmt.Appendf(nil, `{"note":%q}`, note) }
 
-// gtCount counts the rows of table.
-func gtCount(t testing.TB, db *gorm.DB, table string) int64 {
-	t.Helper()
-	var n int64
-	if err := db.Table(table).Count(&n).Error; err != nil {
-		t.Fatalf("count %s: %v", table, err)
-	}
-	return n
-}
-
-// gtHits is the sum of the hits of every rate window.
-func gtHits(t testing.TB, db *gorm.DB) int64 {
+// windowHits is the sum of the hits of every rate window.
+func windowHits(t testing.TB, db *gorm.DB) int64 {
 	t.Helper()
 	var n int64
 	if err := db.Raw("SELECT COALESCE(SUM(hits), 0) FROM sigv1_rate_windows").Scan(&n).Error; err != nil {
@@ -52,9 +42,9 @@ func gtHits(t testing.TB, db *gorm.DB) int64 {
 	return n
 }
 
-// gtReplayable signs one request and returns a function that rebuilds it byte for byte (same method,
+// replayable signs one request and returns a function that rebuilds it byte for byte (same method,
 // target, headers and body, hence the same nonce and signature) as often as needed.
-func gtReplayable(t testing.TB, a agent, method, path string, body []byte, idem string) func() *http.Request {
+func replayable(t testing.TB, a agent, method, path string, body []byte, idem string) func() *http.Request {
 	t.Helper()
 	h := signed(t, a, method, path, body, idem).Header.Clone()
 	return func() *http.Request {
@@ -64,9 +54,9 @@ func gtReplayable(t testing.TB, a agent, method, path string, body []byte, idem 
 	}
 }
 
-// gtRetryAfter checks that r carries Retry-After (whole seconds >= 1) and, when the problem has one, an
+// retryAfter checks that r carries Retry-After (whole seconds >= 1) and, when the problem has one, an
 // equal retry_after_seconds; it returns the seconds.
-func gtRetryAfter(t testing.TB, r testkit.Result) int {
+func retryAfter(t testing.TB, r testkit.Result) int {
 	t.Helper()
 	h := r.Header.Get("Retry-After")
 	s, err := strconv.Atoi(h)
@@ -79,8 +69,8 @@ func gtRetryAfter(t testing.TB, r testkit.Result) int {
 	return s
 }
 
-// gtSecondKey registers a second key of a's agent, derived from label, and returns a as it signs with it.
-func gtSecondKey(t testing.TB, w *world, a agent, label string) agent {
+// secondKey registers a second key of a's agent, derived from label, and returns a as it signs with it.
+func secondKey(t testing.TB, w *world, a agent, label string) agent {
 	t.Helper()
 	seed := sha256.Sum256([]byte("svc sigv1 test key " + label))
 	key := ed25519.NewKeyFromSeed(seed[:])
@@ -94,15 +84,15 @@ func gtSecondKey(t testing.TB, w *world, a agent, label string) agent {
 	return b
 }
 
-// gtRows fails unless the test write table holds want rows.
-func gtRows(t testing.TB, w *world, want int64) {
+// rowsOf fails unless the test write table holds want rows.
+func rowsOf(t testing.TB, w *world, want int64) {
 	t.Helper()
 	if n := w.writes.count(t); n != want {
 		t.Fatalf("test write table holds %d rows, want %d", n, want)
 	}
 }
 
-func gtMember(t testing.TB, r testkit.Result, name string, want any) {
+func memberOf(t testing.TB, r testkit.Result, name string, want any) {
 	t.Helper()
 	if got := r.JSON(t)[name]; got != want {
 		t.Fatalf("problem member %s = %v, want %v; body %s", name, got, want, r.Body)
@@ -124,21 +114,21 @@ func TestStateSuspendedAgentRefusedEverywhere(t *testing.T) {
 			serve func(*http.Request) testkit.Result
 		}{{"edge", w.serve}, {"private", func(r *http.Request) testkit.Result { return testkit.Serve(w.private, r) }}} {
 			idem := "s" + itoa(i)
-			testkit.Expect(t, e.serve(signed(t, a, "POST", "/conformance", gtEcho, idem+"c")), 403, "agent_suspended")
+			testkit.Expect(t, e.serve(signed(t, a, "POST", "/conformance", echoBody, idem+"c")), 403, "agent_suspended")
 			testkit.Expect(t, e.serve(signed(t, a, "POST", "/write-admission", []byte(`{}`), idem+"a")), 403, "agent_suspended")
-			testkit.Expect(t, e.serve(signed(t, a, "POST", writePath, gtNote("no"), idem+"w")), 403, "agent_suspended")
+			testkit.Expect(t, e.serve(signed(t, a, "POST", writePath, noteBody("no"), idem+"w")), 403, "agent_suspended")
 		}
-		gtRows(t, w, 0)
-		if n := gtCount(t, w.db, "sigv1_idempotency"); n != 0 {
+		rowsOf(t, w, 0)
+		if n := testkit.CountRows(t, w.db, "sigv1_idempotency", ""); n != 0 {
 			t.Fatalf("%d idempotency rows", n)
 		}
 
 		if _, err := w.registry.SetAgentState(ctx, a.AgentID, sigv1.AgentActive); err != nil {
 			t.Fatal(err)
 		}
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "r1"), 200, "")
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("yes"), "r2"), 201, "")
-		gtRows(t, w, 1)
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, "r1"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("yes"), "r2"), 201, "")
+		rowsOf(t, w, 1)
 	})
 }
 
@@ -147,9 +137,9 @@ func TestStateRevokedKeyRefusedOtherKeyWorks(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dialect string) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "rotator")
-		b := gtSecondKey(t, w, a, "rotator second key")
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "k1"), 200, "")
-		r := w.send(t, b, "POST", "/conformance", gtEcho, "k2")
+		b := secondKey(t, w, a, "rotator second key")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, "k1"), 200, "")
+		r := w.send(t, b, "POST", "/conformance", echoBody, "k2")
 		testkit.Expect(t, r, 200, "")
 		if got := r.JSON(t)["key_id"]; got != b.KeyID {
 			t.Fatalf("key_id %v, want the second key %s", got, b.KeyID)
@@ -158,14 +148,14 @@ func TestStateRevokedKeyRefusedOtherKeyWorks(t *testing.T) {
 		if _, err := w.registry.RevokeKey(context.Background(), a.KeyID); err != nil {
 			t.Fatal(err)
 		}
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "k3"), 403, "key_revoked")
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("old key"), "k4"), 403, "key_revoked")
-		testkit.Expect(t, testkit.Serve(w.private, signed(t, a, "POST", "/conformance", gtEcho, "k5")), 403, "key_revoked")
-		gtRows(t, w, 0)
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, "k3"), 403, "key_revoked")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("old key"), "k4"), 403, "key_revoked")
+		testkit.Expect(t, testkit.Serve(w.private, signed(t, a, "POST", "/conformance", echoBody, "k5")), 403, "key_revoked")
+		rowsOf(t, w, 0)
 
-		testkit.Expect(t, w.send(t, b, "POST", "/conformance", gtEcho, "k6"), 200, "")
-		testkit.Expect(t, w.send(t, b, "POST", writePath, gtNote("new key"), "k7"), 201, "")
-		gtRows(t, w, 1)
+		testkit.Expect(t, w.send(t, b, "POST", "/conformance", echoBody, "k6"), 200, "")
+		testkit.Expect(t, w.send(t, b, "POST", writePath, noteBody("new key"), "k7"), 201, "")
+		rowsOf(t, w, 1)
 	})
 }
 
@@ -196,32 +186,32 @@ func TestStateFrozenWrites(t *testing.T) {
 				if err := w.switches.SetFrozen(ctx, tc.scope, tc.id, true); err != nil {
 					t.Fatal(err)
 				}
-				r := w.send(t, a, "POST", writePath, gtNote("frozen"), key())
+				r := w.send(t, a, "POST", writePath, noteBody("frozen"), key())
 				testkit.Expect(t, r, 403, "writes_frozen")
-				gtMember(t, r, "scope", tc.scope)
-				testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, key()), 200, "")
-				testkit.Expect(t, testkit.Serve(w.private, signed(t, a, "POST", "/conformance", gtEcho, key())), 200, "")
+				memberOf(t, r, "scope", tc.scope)
+				testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, key()), 200, "")
+				testkit.Expect(t, testkit.Serve(w.private, signed(t, a, "POST", "/conformance", echoBody, key())), 200, "")
 				for _, x := range []struct {
 					ag     agent
 					frozen bool
 				}{{sibling, tc.sibling}, {other, tc.otherFrozen}} {
-					r := w.send(t, x.ag, "POST", writePath, gtNote("bystander"), key())
+					r := w.send(t, x.ag, "POST", writePath, noteBody("bystander"), key())
 					if x.frozen {
 						testkit.Expect(t, r, 403, "writes_frozen")
-						gtMember(t, r, "scope", tc.scope)
+						memberOf(t, r, "scope", tc.scope)
 					} else {
 						testkit.Expect(t, r, 201, "")
 						rows++
 					}
 				}
-				gtRows(t, w, rows)
+				rowsOf(t, w, rows)
 
 				if err := w.switches.SetFrozen(ctx, tc.scope, tc.id, false); err != nil {
 					t.Fatal(err)
 				}
-				testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("thawed"), key()), 201, "")
+				testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("thawed"), key()), 201, "")
 				rows++
-				gtRows(t, w, rows)
+				rowsOf(t, w, rows)
 			})
 		}
 	})
@@ -237,21 +227,21 @@ func TestStatePausedWrites(t *testing.T) {
 		if err := w.switches.SetPaused(ctx, true); err != nil {
 			t.Fatal(err)
 		}
-		r := w.send(t, a, "POST", writePath, gtNote("paused"), "p1")
+		r := w.send(t, a, "POST", writePath, noteBody("paused"), "p1")
 		testkit.Expect(t, r, 503, "writes_unavailable")
-		gtRetryAfter(t, r)
-		r = testkit.Serve(w.private, signed(t, a, "POST", writePath, gtNote("paused"), "p2"))
+		retryAfter(t, r)
+		r = testkit.Serve(w.private, signed(t, a, "POST", writePath, noteBody("paused"), "p2"))
 		testkit.Expect(t, r, 503, "writes_unavailable")
-		gtRetryAfter(t, r)
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "p3"), 200, "")
+		retryAfter(t, r)
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, "p3"), 200, "")
 		testkit.Expect(t, w.send(t, a, "POST", "/write-admission", []byte(`{}`), "p4"), 200, "")
-		gtRows(t, w, 0)
+		rowsOf(t, w, 0)
 
 		if err := w.switches.SetPaused(ctx, false); err != nil {
 			t.Fatal(err)
 		}
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("resumed"), "p5"), 201, "")
-		gtRows(t, w, 1)
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("resumed"), "p5"), 201, "")
+		rowsOf(t, w, 1)
 	})
 }
 
@@ -268,25 +258,25 @@ func TestStateChannelGate(t *testing.T) {
 		for i, p := range []struct {
 			path string
 			body []byte
-		}{{"/conformance", gtEcho}, {"/write-admission", []byte(`{}`)}, {writePath, gtNote("gated")}} {
+		}{{"/conformance", echoBody}, {"/write-admission", []byte(`{}`)}, {writePath, noteBody("gated")}} {
 			testkit.Expect(t, testkit.Serve(w.private, signed(t, a, "POST", p.path, p.body, "g"+itoa(i))), 503, "channel_closed")
 		}
-		unsigned := request("POST", "/conformance", gtEcho, "g9")
+		unsigned := request("POST", "/conformance", echoBody, "g9")
 		testkit.Expect(t, testkit.Serve(w.private, unsigned), 503, "channel_closed")
-		gtRows(t, w, 0)
-		if n := gtCount(t, w.db, "sigv1_nonces"); n != 0 {
+		rowsOf(t, w, 0)
+		if n := testkit.CountRows(t, w.db, "sigv1_nonces", ""); n != 0 {
 			t.Fatalf("a refused request at a closed gate recorded %d nonces", n)
 		}
 
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "e1"), 200, "")
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("edge"), "e2"), 201, "")
-		gtRows(t, w, 1)
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, "e1"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("edge"), "e2"), 201, "")
+		rowsOf(t, w, 1)
 
 		if err := w.switches.SetGate(ctx, plugin.ChannelPrivate, true); err != nil {
 			t.Fatal(err)
 		}
-		testkit.Expect(t, testkit.Serve(w.private, signed(t, a, "POST", writePath, gtNote("private"), "e3")), 201, "")
-		gtRows(t, w, 2)
+		testkit.Expect(t, testkit.Serve(w.private, signed(t, a, "POST", writePath, noteBody("private"), "e3")), 201, "")
+		rowsOf(t, w, 2)
 	})
 }
 
@@ -306,14 +296,14 @@ func TestStateRefusedWriteBurnsItsNonce(t *testing.T) {
 			if err := w.switches.SetFrozen(ctx, sigv1.ScopeAgent, a.AgentID, true); err != nil {
 				t.Fatal(err)
 			}
-			again := gtReplayable(t, a, "POST", writePath, gtNote("abandoned"), "b1")
+			again := replayable(t, a, "POST", writePath, noteBody("abandoned"), "b1")
 			testkit.Expect(t, w.serve(again()), 403, "writes_frozen")
 			if err := w.switches.SetFrozen(ctx, sigv1.ScopeAgent, a.AgentID, false); err != nil {
 				t.Fatal(err)
 			}
 			w.clock.Add(10 * time.Second)
 			testkit.Expect(t, w.serve(again()), 409, "nonce_replayed")
-			gtRows(t, w, 0)
+			rowsOf(t, w, 0)
 		})
 		t.Run("paused", func(t *testing.T) {
 			w := newWorld(t, dialect)
@@ -321,14 +311,14 @@ func TestStateRefusedWriteBurnsItsNonce(t *testing.T) {
 			if err := w.switches.SetPaused(ctx, true); err != nil {
 				t.Fatal(err)
 			}
-			again := gtReplayable(t, a, "POST", writePath, gtNote("abandoned"), "b1")
+			again := replayable(t, a, "POST", writePath, noteBody("abandoned"), "b1")
 			testkit.Expect(t, w.serve(again()), 503, "writes_unavailable")
 			if err := w.switches.SetPaused(ctx, false); err != nil {
 				t.Fatal(err)
 			}
 			w.clock.Add(10 * time.Second)
 			testkit.Expect(t, w.serve(again()), 409, "nonce_replayed")
-			gtRows(t, w, 0)
+			rowsOf(t, w, 0)
 		})
 		t.Run("suspended", func(t *testing.T) {
 			w := newWorld(t, dialect)
@@ -336,14 +326,14 @@ func TestStateRefusedWriteBurnsItsNonce(t *testing.T) {
 			if _, err := w.registry.SetAgentState(ctx, a.AgentID, sigv1.AgentSuspended); err != nil {
 				t.Fatal(err)
 			}
-			again := gtReplayable(t, a, "POST", writePath, gtNote("abandoned"), "b1")
+			again := replayable(t, a, "POST", writePath, noteBody("abandoned"), "b1")
 			testkit.Expect(t, w.serve(again()), 403, "agent_suspended")
 			if _, err := w.registry.SetAgentState(ctx, a.AgentID, sigv1.AgentActive); err != nil {
 				t.Fatal(err)
 			}
 			w.clock.Add(10 * time.Second)
 			testkit.Expect(t, w.serve(again()), 409, "nonce_replayed")
-			gtRows(t, w, 0)
+			rowsOf(t, w, 0)
 		})
 	})
 }
@@ -431,14 +421,14 @@ func TestWriteAdmissionReportsBlockers(t *testing.T) {
 			}
 		})
 		t.Run("write limit", func(t *testing.T) {
-			testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("the one write"), "only"), 201, "")
+			testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("the one write"), "only"), 201, "")
 			b := admission(t)
 			s, _ := b["retry_after_seconds"].(float64)
 			if b["status"] != float64(429) || b["code"] != "rate_limited" || s < 1 || s != float64(int(s)) {
 				t.Fatalf("blocked_by %v", b)
 			}
 			// And the write it predicts is indeed refused.
-			testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("one too many"), "more"), 429, "rate_limited")
+			testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("one too many"), "more"), 429, "rate_limited")
 		})
 	})
 }
@@ -450,27 +440,27 @@ func TestWriteAdmissionChangesOnlyTheNonce(t *testing.T) {
 		w := newWorld(t, dialect)
 		a := w.newAgent(t, "untouched")
 		// Some state first, so that the counts compared below are not all zero.
-		testkit.Expect(t, w.send(t, a, "POST", writePath, gtNote("before"), "x1"), 201, "")
-		testkit.Expect(t, w.send(t, a, "POST", "/conformance", gtEcho, "x2"), 200, "")
+		testkit.Expect(t, w.send(t, a, "POST", writePath, noteBody("before"), "x1"), 201, "")
+		testkit.Expect(t, w.send(t, a, "POST", "/conformance", echoBody, "x2"), 200, "")
 		tables := []string{"sigv1_rate_windows", "sigv1_idempotency", "sigv1test_writes", "sigv1_switches"}
 		before := map[string]int64{}
 		for _, tb := range tables {
-			before[tb] = gtCount(t, w.db, tb)
+			before[tb] = testkit.CountRows(t, w.db, tb, "")
 		}
-		hits, nonces := gtHits(t, w.db), gtCount(t, w.db, "sigv1_nonces")
+		hits, nonces := windowHits(t, w.db), testkit.CountRows(t, w.db, "sigv1_nonces", "")
 
 		for i := range 3 {
 			testkit.Expect(t, w.send(t, a, "POST", "/write-admission", []byte(`{}`), "x-adm"+itoa(i)), 200, "")
 		}
 		for _, tb := range tables {
-			if n := gtCount(t, w.db, tb); n != before[tb] {
+			if n := testkit.CountRows(t, w.db, tb, ""); n != before[tb] {
 				t.Errorf("%s: %d rows, was %d", tb, n, before[tb])
 			}
 		}
-		if h := gtHits(t, w.db); h != hits {
+		if h := windowHits(t, w.db); h != hits {
 			t.Errorf("rate-limit hits %d, was %d: write-admission was counted", h, hits)
 		}
-		if n := gtCount(t, w.db, "sigv1_nonces"); n != nonces+3 {
+		if n := testkit.CountRows(t, w.db, "sigv1_nonces", ""); n != nonces+3 {
 			t.Errorf("nonces %d, want %d", n, nonces+3)
 		}
 	})
