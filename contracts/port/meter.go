@@ -62,7 +62,8 @@ type Refund struct {
 // refusals are *problem.Problem: 409 pricing_version_not_accepted (with current_pricing_version),
 // price_exceeds_cap (with effective_price) or insufficient_credits; the balance never goes negative.
 type Meter interface {
-	// Plan adds the charge to plan: its checks, in that order, as steps of plan, and its rows. The
+	// Plan adds the charge to plan: its checks (version accepted, price within the cap, the debit) as
+	// steps of plan, in that order, then its rows. The
 	// receipt's Balance is a Late placeholder until the plan has run.
 	Plan(ctx context.Context, plan *write.Plan, p Principal, c Charge) (Receipt, error)
 	// Refund gives back, on tx, the charge of r.Operation for r.ResourceID: its price returns to the
